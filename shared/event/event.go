@@ -1,0 +1,124 @@
+// Package event records a run's events in its journal and publishes them to the
+// organisation's Redis channel. Every event has the run's next sequence number, so a
+// client that reconnects can be replayed exactly what it missed.
+package event
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// Event types of the UNO taxonomy that Switchyard emits.
+const (
+	JobQueued        = "job:queued"
+	JobHeld          = "job:held"
+	JobApproved      = "job:approved"
+	JobRejected      = "job:rejected"
+	JobStarted       = "job:started"
+	JobSkillResolved = "job:skill_resolved"
+	JobLLMCall       = "job:llm_call"
+	JobLLMResponse   = "job:llm_response"
+	JobToolCall      = "job:tool_call"
+	JobToolResult    = "job:tool_result"
+	JobSpan          = "job:span"
+	JobProgress      = "job:progress"
+	JobCompleted     = "job:completed"
+	JobFailed        = "job:failed"
+	JobCancelled     = "job:cancelled"
+	JobRetrying      = "job:retrying"
+	JobGPUMetrics    = "job:gpu_metrics"
+)
+
+// Envelope is the wire form of an event.
+type Envelope struct {
+	Type  string          `json:"type"`
+	JobID string          `json:"job_id"`
+	OrgID string          `json:"org_id"`
+	Seq   int64           `json:"seq"`
+	TS    time.Time       `json:"ts"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// Channel is the Redis Pub/Sub channel of an organisation's events.
+func Channel(orgID string) string { return "events:org:" + orgID }
+
+// DB is what Record needs of a pool or a transaction.
+type DB interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Record appends an event to the run's journal with the run's next sequence number.
+// Inside a transaction, publish the returned envelope after the commit.
+func Record(ctx context.Context, db DB, runID, orgID, typ string, data any) (Envelope, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("encoding %s event: %w", typ, err)
+	}
+	env := Envelope{Type: typ, JobID: runID, OrgID: orgID, Data: raw}
+	err = db.QueryRow(ctx, `WITH s AS (
+			UPDATE runs SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq)
+		INSERT INTO run_events (run_id, seq, org_id, type, data)
+		SELECT $1, s.event_seq, $2, $3, $4 FROM s
+		RETURNING seq, ts`, runID, orgID, typ, raw).Scan(&env.Seq, &env.TS)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("journaling %s event of run %s: %w", typ, runID, err)
+	}
+	return env, nil
+}
+
+// Publisher publishes journaled events on Redis.
+type Publisher struct {
+	Redis redis.UniversalClient
+}
+
+// Publish sends journaled envelopes to their organisations' channels. A failed publish
+// loses nothing: the journal holds the event and clients replay from it.
+func (p *Publisher) Publish(ctx context.Context, envs ...Envelope) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	pipe := p.Redis.Pipeline()
+	for _, env := range envs {
+		b, err := json.Marshal(env)
+		if err != nil {
+			return err
+		}
+		pipe.Publish(ctx, Channel(env.OrgID), b)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("publishing events: %w", err)
+	}
+	return nil
+}
+
+// Emit records an event in the journal and publishes it.
+func (p *Publisher) Emit(ctx context.Context, db DB, runID, orgID, typ string, data any) (Envelope, error) {
+	env, err := Record(ctx, db, runID, orgID, typ, data)
+	if err != nil {
+		return env, err
+	}
+	return env, p.Publish(ctx, env)
+}
+
+// Replay returns the run's journaled events with seq greater than after, in order.
+func Replay(ctx context.Context, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, orgID, runID string, after int64) ([]Envelope, error) {
+	rows, err := db.Query(ctx, `SELECT type, run_id, org_id, seq, ts, data FROM run_events
+		WHERE run_id = $1 AND org_id = $2 AND seq > $3 ORDER BY seq`, runID, orgID, after)
+	if err != nil {
+		return nil, fmt.Errorf("replaying events of run %s: %w", runID, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Envelope, error) {
+		var e Envelope
+		err := r.Scan(&e.Type, &e.JobID, &e.OrgID, &e.Seq, &e.TS, &e.Data)
+		return e, err
+	})
+}

@@ -1,0 +1,117 @@
+// Package queue is the contract between the dispatcher, which enqueues runs, and the
+// executors, which consume them: task types, payloads, and how one named queue of the
+// registry maps onto asynq queues.
+//
+// asynq has no priority inside a queue, so each named queue is served as one asynq queue
+// per priority tier ("<name>:critical" ... "<name>:low"). Executors serve the tiers with
+// weights, so higher tiers go first without starving lower ones. The backlog of a named
+// queue is the sum of the Redis lists asynq:{<name>:<tier>}:pending.
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/switchyard-ai/switchyard/shared/run"
+)
+
+// Task types.
+const (
+	// TypeRun executes one run; the payload is a RunTask.
+	TypeRun = "run:execute"
+	// TypeStepDone reports a chain step's end to the coordinator; the payload is a StepDone.
+	TypeStepDone = "chain:step_done"
+)
+
+// Coordinator is the asynq queue through which executors report chain-step completions.
+const Coordinator = "coordinator"
+
+// Weights are the shares each priority tier gets when all tiers have work.
+var Weights = map[run.Priority]int{
+	run.PriorityCritical: 8,
+	run.PriorityHigh:     4,
+	run.PriorityNormal:   2,
+	run.PriorityLow:      1,
+}
+
+// Tier is the asynq queue that holds a named queue's tasks of one priority.
+func Tier(name string, p run.Priority) string { return name + ":" + string(p) }
+
+// Tiers returns the asynq queues of a named queue with their weights, as asynq.Config.Queues
+// wants them.
+func Tiers(name string) map[string]int {
+	m := make(map[string]int, len(Weights))
+	for p, w := range Weights {
+		m[Tier(name, p)] = w
+	}
+	return m
+}
+
+// RunTask is the payload of a TypeRun task. The run itself lives in Postgres; the task only
+// points at it, so a task can be rebuilt from the row at any time.
+type RunTask struct {
+	RunID string `json:"run_id"`
+	OrgID string `json:"org_id"`
+}
+
+// Enqueue describes how a run is put on its queue.
+type Enqueue struct {
+	RunID    string
+	OrgID    string
+	Queue    string
+	Priority run.Priority
+	// Timeout bounds one attempt; MaxRetry is the number of retries after the first attempt.
+	Timeout  time.Duration
+	MaxRetry int
+	// Retention keeps the finished task visible in Redis for inspection.
+	Retention time.Duration
+}
+
+// NewRunTask builds the asynq task for a run. Its task id is the run id, so enqueueing the
+// same run twice never puts two tasks on the queue (asynq answers ErrTaskIDConflict).
+func NewRunTask(e Enqueue) (*asynq.Task, error) {
+	if e.RunID == "" || e.OrgID == "" || e.Queue == "" {
+		return nil, fmt.Errorf("run task needs run id, org id and queue")
+	}
+	payload, err := json.Marshal(RunTask{RunID: e.RunID, OrgID: e.OrgID})
+	if err != nil {
+		return nil, err
+	}
+	opts := []asynq.Option{
+		asynq.TaskID(e.RunID),
+		asynq.Queue(Tier(e.Queue, e.Priority)),
+		asynq.MaxRetry(e.MaxRetry),
+	}
+	if e.Timeout > 0 {
+		opts = append(opts, asynq.Timeout(e.Timeout))
+	}
+	if e.Retention > 0 {
+		opts = append(opts, asynq.Retention(e.Retention))
+	}
+	return asynq.NewTask(TypeRun, payload, opts...), nil
+}
+
+// StepDone is the payload of a TypeStepDone task.
+type StepDone struct {
+	ChainID string          `json:"chain_id"`
+	Step    string          `json:"step"`
+	RunID   string          `json:"run_id"`
+	OrgID   string          `json:"org_id"`
+	Status  run.Status      `json:"status"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// NewStepDoneTask builds the coordinator task for a finished chain step. The task id makes
+// a duplicate report of the same run's end a no-op while the first is still held.
+func NewStepDoneTask(d StepDone) (*asynq.Task, error) {
+	payload, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewTask(TypeStepDone, payload,
+		asynq.TaskID("step_done:"+d.RunID), asynq.Queue(Coordinator), asynq.MaxRetry(25)), nil
+}

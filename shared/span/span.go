@@ -1,0 +1,224 @@
+// Package span records a run's execution spans: one tree per run (for chains, one tree per
+// chain with each step's run a subtree). A span is written when it starts and again when
+// it ends; every write is also an event (job:span) carrying the whole span.
+package span
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Type is one of the closed list of span types of ARCHITECTURE.md.
+type Type string
+
+// The span types.
+const (
+	Dispatch         Type = "dispatch"
+	GovernanceCheck  Type = "governance_check"
+	GovernanceReview Type = "governance_review"
+	QueueWait        Type = "queue_wait"
+	SkillResolve     Type = "skill_resolve"
+	ReactIteration   Type = "react_iteration"
+	LLMCall          Type = "llm_call"
+	ToolCall         Type = "tool_call"
+	ChainStep        Type = "chain_step"
+	ChainFork        Type = "chain_fork"
+	ChainJoin        Type = "chain_join"
+	GoalDecompose    Type = "goal_decompose"
+	Reflection       Type = "reflection"
+	PlanAdjust       Type = "plan_adjust"
+	GoalEvaluate     Type = "goal_evaluate"
+	BatchFanout      Type = "batch_fanout"
+	BatchAggregate   Type = "batch_aggregate"
+)
+
+// Status of a span.
+type Status string
+
+// Span statuses.
+const (
+	Running Status = "running"
+	OK      Status = "ok"
+	Error   Status = "error"
+	Skipped Status = "skipped"
+)
+
+// Billing is what an llm_call span costs.
+type Billing struct {
+	Provider     string  `json:"provider"`
+	Model        string  `json:"model"`
+	TokensIn     int64   `json:"tokens_in"`
+	TokensOut    int64   `json:"tokens_out"`
+	TokensCached int64   `json:"tokens_cached"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Span is one node of a run's tree.
+type Span struct {
+	ID         string         `json:"id"`
+	RunID      string         `json:"run_id"`
+	OrgID      string         `json:"-"`
+	TraceID    string         `json:"trace_id"`
+	ChainID    string         `json:"chain_id,omitempty"`
+	ParentID   string         `json:"parent_id,omitempty"`
+	Type       Type           `json:"type"`
+	Name       string         `json:"name"`
+	Status     Status         `json:"status"`
+	StartedAt  time.Time      `json:"started_at"`
+	EndedAt    *time.Time     `json:"ended_at,omitempty"`
+	DurationMS *float64       `json:"duration_ms,omitempty"`
+	Attributes map[string]any `json:"attributes"`
+	Billing    *Billing       `json:"billing,omitempty"`
+}
+
+// Start returns a new running span.
+func Start(runID, orgID, traceID, parentID string, typ Type, name string) *Span {
+	return &Span{
+		ID: uuid.NewString(), RunID: runID, OrgID: orgID, TraceID: traceID, ParentID: parentID,
+		Type: typ, Name: name, Status: Running, StartedAt: time.Now().UTC(), Attributes: map[string]any{},
+	}
+}
+
+// End closes the span with a status.
+func (s *Span) End(st Status) *Span {
+	now := time.Now().UTC()
+	s.EndedAt = &now
+	s.Status = st
+	d := float64(now.Sub(s.StartedAt).Microseconds()) / 1000
+	s.DurationMS = &d
+	return s
+}
+
+// Set adds an attribute and returns the span.
+func (s *Span) Set(key string, v any) *Span {
+	if s.Attributes == nil {
+		s.Attributes = map[string]any{}
+	}
+	s.Attributes[key] = v
+	return s
+}
+
+// DB is what Save needs of a pool or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Save inserts the span or, when it exists, updates its end, status, attributes and billing.
+func Save(ctx context.Context, db DB, s *Span) error {
+	attrs, err := json.Marshal(s.Attributes)
+	if err != nil {
+		return fmt.Errorf("encoding span attributes: %w", err)
+	}
+	var b Billing
+	if s.Billing != nil {
+		b = *s.Billing
+	}
+	_, err = db.Exec(ctx, `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
+			status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
+			attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
+			tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
+			tokens_cached = EXCLUDED.tokens_cached, cost_usd = EXCLUDED.cost_usd`,
+		s.ID, s.RunID, s.OrgID, s.TraceID, nullable(s.ChainID), nullable(s.ParentID), s.Type, s.Name,
+		s.Status, s.StartedAt, s.EndedAt, attrs,
+		nullable(b.Provider), nullable(b.Model), nullInt(s.Billing, b.TokensIn), nullInt(s.Billing, b.TokensOut),
+		nullInt(s.Billing, b.TokensCached), nullFloat(s.Billing, b.CostUSD))
+	if err != nil {
+		return fmt.Errorf("saving %s span of run %s: %w", s.Type, s.RunID, err)
+	}
+	return nil
+}
+
+// List returns the spans of one run, or of every run of a trace when runID is empty,
+// ordered by start. Only spans of orgID are returned.
+func List(ctx context.Context, db DB, orgID, runID string) ([]Span, error) {
+	rows, err := db.Query(ctx, `SELECT id, run_id, trace_id, COALESCE(chain_id::text, ''), COALESCE(parent_id::text, ''),
+			type, name, status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out,
+			tokens_cached, cost_usd::float8
+		FROM spans WHERE run_id = $1 AND org_id = $2 ORDER BY started_at, id`, runID, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("listing spans of run %s: %w", runID, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Span, error) {
+		var s Span
+		var provider, model *string
+		var in, out, cached *int64
+		var cost *float64
+		err := r.Scan(&s.ID, &s.RunID, &s.TraceID, &s.ChainID, &s.ParentID, &s.Type, &s.Name, &s.Status,
+			&s.StartedAt, &s.EndedAt, &s.Attributes, &provider, &model, &in, &out, &cached, &cost)
+		if err != nil {
+			return s, err
+		}
+		s.OrgID = orgID
+		if s.EndedAt != nil {
+			d := float64(s.EndedAt.Sub(s.StartedAt).Microseconds()) / 1000
+			s.DurationMS = &d
+		}
+		if provider != nil || cost != nil {
+			s.Billing = &Billing{Provider: deref(provider), Model: deref(model), TokensIn: deref(in),
+				TokensOut: deref(out), TokensCached: deref(cached), CostUSD: deref(cost)}
+		}
+		return s, nil
+	})
+}
+
+// Node is a span with its children, for the tree view.
+type Node struct {
+	Span
+	Children []*Node `json:"children"`
+}
+
+// Tree arranges spans (ordered by start) into trees; spans whose parent is missing are roots.
+func Tree(spans []Span) []*Node {
+	nodes := make(map[string]*Node, len(spans))
+	for i := range spans {
+		nodes[spans[i].ID] = &Node{Span: spans[i], Children: []*Node{}}
+	}
+	roots := []*Node{}
+	for i := range spans {
+		n := nodes[spans[i].ID]
+		if p, ok := nodes[n.ParentID]; ok && n.ParentID != "" {
+			p.Children = append(p.Children, n)
+		} else {
+			roots = append(roots, n)
+		}
+	}
+	return roots
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(b *Billing, v int64) any {
+	if b == nil {
+		return nil
+	}
+	return v
+}
+
+func nullFloat(b *Billing, v float64) any {
+	if b == nil {
+		return nil
+	}
+	return v
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
