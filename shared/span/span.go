@@ -53,26 +53,26 @@ const (
 type Billing struct {
 	Provider     string  `json:"provider"`
 	Model        string  `json:"model"`
-	TokensIn     int64   `json:"tokens_in"`
-	TokensOut    int64   `json:"tokens_out"`
-	TokensCached int64   `json:"tokens_cached"`
-	CostUSD      float64 `json:"cost_usd"`
+	TokensIn     int64   `json:"tokensIn"`
+	TokensOut    int64   `json:"tokensOut"`
+	TokensCached int64   `json:"tokensCached"`
+	CostUSD      float64 `json:"costUsd"`
 }
 
 // Span is one node of a run's tree.
 type Span struct {
 	ID         string         `json:"id"`
-	RunID      string         `json:"run_id"`
+	RunID      string         `json:"runId"`
 	OrgID      string         `json:"-"`
-	TraceID    string         `json:"trace_id"`
-	ChainID    string         `json:"chain_id,omitempty"`
-	ParentID   string         `json:"parent_id,omitempty"`
+	TraceID    string         `json:"traceId"`
+	ChainID    string         `json:"chainId,omitempty"`
+	ParentID   string         `json:"parentId,omitempty"`
 	Type       Type           `json:"type"`
 	Name       string         `json:"name"`
 	Status     Status         `json:"status"`
-	StartedAt  time.Time      `json:"started_at"`
-	EndedAt    *time.Time     `json:"ended_at,omitempty"`
-	DurationMS *float64       `json:"duration_ms,omitempty"`
+	StartedAt  time.Time      `json:"startedAt"`
+	EndedAt    *time.Time     `json:"endedAt,omitempty"`
+	DurationMS *float64       `json:"durationMs,omitempty"`
 	Attributes map[string]any `json:"attributes"`
 	Billing    *Billing       `json:"billing,omitempty"`
 }

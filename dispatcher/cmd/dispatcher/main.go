@@ -1,0 +1,136 @@
+// Command dispatcher is Switchyard's stateless front door: it authenticates, validates,
+// governs and records jobs and puts them on their named queues. It never calls an LLM.
+//
+//	dispatcher serve       serve the HTTP API (default)
+//	dispatcher migrate     apply database migrations and exit
+//	dispatcher bootstrap   prepare the development organisation and exit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/config"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/migrations"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/logging"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
+	"github.com/switchyard-ai/switchyard/shared/redisconn"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "dispatcher:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(os.Stderr, "dispatcher", cfg.LogLevel)
+	if err != nil {
+		return fmt.Errorf("SWITCHYARD_LOG_LEVEL: %w", err)
+	}
+	pool, err := postgres.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	switch cmd {
+	case "migrate":
+		v, err := migrations.Apply(ctx, pool)
+		if err != nil {
+			return err
+		}
+		log.Info("migrations applied", "version", v)
+		return nil
+	case "bootstrap":
+		fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
+		var opts bootstrap.Options
+		fs.StringVar(&opts.KeyFile, "key-file", ".run/admin.key", "where the admin API key is written")
+		fs.StringVar(&opts.SkillsDir, "skills", "skills", "skill catalogue directory (empty: skip)")
+		fs.StringVar(&opts.SimURL, "sim-url", "http://127.0.0.1:8099/v1", "sim-llm base URL (empty: no provider)")
+		fs.StringVar(&opts.OrgSlug, "org", "dev", "organisation slug")
+		fs.StringVar(&opts.Jurisdiction, "jurisdiction", "eu", "organisation jurisdiction: eu, us or other")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		res, err := bootstrap.Run(ctx, pool, opts, log)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("organisation %s (%s)\nadmin key in %s\n", opts.OrgSlug, res.OrgID, opts.KeyFile)
+		for jobType, action := range res.Skills {
+			fmt.Printf("skill %-24s %s\n", jobType, action)
+		}
+		return nil
+	case "serve":
+		return serve(ctx, cfg, pool, log)
+	}
+	return fmt.Errorf("unknown command %q (want serve, migrate or bootstrap)", cmd)
+}
+
+func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) error {
+	rdb, err := redisconn.Connect(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	asynqOpt, err := redisconn.Asynq(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	queue := asynq.NewClient(asynqOpt)
+	defer queue.Close()
+	inspector := asynq.NewInspector(asynqOpt)
+	defer inspector.Close()
+
+	srv := &api.Server{
+		DB: pool, Redis: rdb, Inspector: inspector, Log: log,
+		Validator: dispatch.NewValidator(),
+		Dispatch: &dispatch.Service{
+			DB: pool, Queue: queue, Events: &event.Publisher{Redis: rdb}, Log: log,
+			Retention: cfg.TaskRetention,
+		},
+	}
+	httpSrv := &http.Server{Addr: cfg.Addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.ListenAndServe() }()
+	log.Info("dispatcher listening", "addr", cfg.Addr)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	case <-ctx.Done():
+	}
+	log.Info("dispatcher draining")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/span"
+)
+
+func (s *Server) dispatch(c echo.Context) error {
+	var req dispatch.Request
+	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
+		return err
+	}
+	res, err := s.Dispatch.Dispatch(c.Request().Context(), principal(c), req)
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if res.Duplicate {
+		status = http.StatusOK
+	}
+	return c.JSON(status, res)
+}
+
+func jobNotFound(id string) *apierr.Error {
+	return apierr.New(http.StatusNotFound, "JOB_NOT_FOUND", "No job with this id exists in your organisation.",
+		"Check the jobId returned by POST /api/v1/dispatch, and that you use a key of the same organisation.").
+		With("job_id", id)
+}
+
+// runFor loads a run of the caller's organisation, or answers 404 exactly as for a
+// missing one.
+func (s *Server) runFor(c echo.Context) (store.Run, error) {
+	id := c.Param("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return store.Run{}, jobNotFound(id)
+	}
+	r, err := store.GetRun(c.Request().Context(), s.DB, principal(c).OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Run{}, jobNotFound(id)
+	}
+	if err != nil {
+		return store.Run{}, dispatchDBError(err)
+	}
+	return r, nil
+}
+
+func (s *Server) getRun(c echo.Context) error {
+	r, err := s.runFor(c)
+	if err != nil {
+		return err
+	}
+	r.Payload = nil
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *Server) getSpans(c echo.Context) error {
+	r, err := s.runFor(c)
+	if err != nil {
+		return err
+	}
+	spans, err := span.List(c.Request().Context(), s.DB, r.OrgID, r.JobID)
+	if err != nil {
+		return dispatchDBError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"jobId": r.JobID, "traceId": r.TraceID, "status": r.Status,
+		"spans": spans, "tree": span.Tree(spans),
+	})
+}

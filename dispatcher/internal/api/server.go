@@ -1,0 +1,135 @@
+// Package api is the dispatcher's HTTP surface: routes, authentication middleware and the
+// handlers that turn requests into calls on the pipeline and the store.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+)
+
+// MaxBodyBytes bounds every request body; larger bodies answer 413.
+const MaxBodyBytes = 1 << 20
+
+// Server holds what the handlers need.
+type Server struct {
+	DB        *pgxpool.Pool
+	Redis     redis.UniversalClient
+	Inspector *asynq.Inspector
+	Dispatch  *dispatch.Service
+	Validator *dispatch.Validator
+	Log       *slog.Logger
+}
+
+// Handler builds the echo instance with every route.
+func (s *Server) Handler() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = apierr.Handler(s.Log)
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit("1M"))
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+
+	v1 := e.Group("/api/v1", s.authenticate)
+	v1.POST("/dispatch", s.dispatch, require(auth.RoleDispatch))
+	v1.GET("/dispatch/:id", s.getRun, require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove))
+	v1.GET("/dispatch/:id/spans", s.getSpans, require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove))
+	return e
+}
+
+type principalKey struct{}
+
+// authenticate resolves the Bearer API key to a principal, or answers 401.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		key, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || key == "" {
+			return unauthenticated("Missing 'Authorization: Bearer <api key>' header.")
+		}
+		p, err := auth.Authenticate(c.Request().Context(), s.DB, strings.TrimSpace(key))
+		if errors.Is(err, auth.ErrUnknownKey) {
+			return unauthenticated("The API key is unknown or revoked.")
+		}
+		if err != nil {
+			return dispatchDBError(err)
+		}
+		c.Set("principal", p)
+		return next(c)
+	}
+}
+
+func principal(c echo.Context) auth.Principal {
+	p, _ := c.Get("principal").(auth.Principal)
+	return p
+}
+
+// require lets a request through when the principal holds any of the roles.
+func require(roles ...auth.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			p := principal(c)
+			for _, r := range roles {
+				if p.Has(r) {
+					return next(c)
+				}
+			}
+			names := make([]string, len(roles))
+			for i, r := range roles {
+				names[i] = string(r)
+			}
+			return apierr.New(http.StatusForbidden, "FORBIDDEN", "This API key may not do that.",
+				"Use a key with one of the roles in context.required_roles; admins create keys with `yard keys create`.").
+				With("required_roles", names)
+		}
+	}
+}
+
+func unauthenticated(msg string) *apierr.Error {
+	return apierr.New(http.StatusUnauthorized, "UNAUTHENTICATED", msg,
+		"Send 'Authorization: Bearer <api key>'. `make run` writes the dev admin key to .run/admin.key.")
+}
+
+func dispatchDBError(err error) *apierr.Error {
+	return apierr.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE",
+		"The registry database could not be reached.",
+		"Retry shortly; operators: check PostgreSQL and /readyz.").Wrap(err)
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"postgres": "ok", "redis": "ok"}
+	ready := true
+	if err := s.DB.Ping(ctx); err != nil {
+		checks["postgres"], ready = "unreachable", false
+	}
+	if err := s.Redis.Ping(ctx).Err(); err != nil {
+		checks["redis"], ready = "unreachable", false
+	}
+	if !ready {
+		return apierr.New(http.StatusServiceUnavailable, "NOT_READY", "A dependency is unreachable.",
+			"Check the services named in context.checks.").With("checks", checks)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}

@@ -1,0 +1,103 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the key store needs of a pool or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ErrUnknownKey is returned for a key that does not exist, is revoked or does not match.
+var ErrUnknownKey = errors.New("unknown or revoked api key")
+
+// Authenticate resolves a presented key to its principal.
+func Authenticate(ctx context.Context, db DB, key string) (Principal, error) {
+	prefix, err := Parse(key)
+	if err != nil {
+		return Principal{}, ErrUnknownKey
+	}
+	var p Principal
+	var hash []byte
+	var roles []string
+	err = db.QueryRow(ctx, `SELECT id, org_id, name, secret_hash, roles FROM api_keys
+		WHERE prefix = $1 AND revoked_at IS NULL`, prefix).Scan(&p.KeyID, &p.OrgID, &p.KeyName, &hash, &roles)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Compare anyway so a missing prefix costs what a wrong secret costs.
+		Matches(key, make([]byte, 32))
+		return Principal{}, ErrUnknownKey
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("looking up api key: %w", err)
+	}
+	if !Matches(key, hash) {
+		return Principal{}, ErrUnknownKey
+	}
+	for _, r := range roles {
+		p.Roles = append(p.Roles, Role(r))
+	}
+	return p, nil
+}
+
+// KeyInfo describes a stored key; the secret is never returned after creation.
+type KeyInfo struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Roles      []string   `json:"roles"`
+	CreatedBy  string     `json:"created_by"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Create stores a new key for an organisation and returns it in plaintext, once.
+func Create(ctx context.Context, db DB, orgID, name string, roles []Role, by string) (string, KeyInfo, error) {
+	key, prefix, hash, err := NewKey()
+	if err != nil {
+		return "", KeyInfo{}, err
+	}
+	rs := make([]string, len(roles))
+	for i, r := range roles {
+		rs[i] = string(r)
+	}
+	var info KeyInfo
+	err = db.QueryRow(ctx, `INSERT INTO api_keys (org_id, name, prefix, secret_hash, roles, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING id, name, prefix, roles, created_by, created_at, last_used_at, revoked_at`,
+		orgID, name, prefix, hash, rs, by).Scan(&info.ID, &info.Name, &info.Prefix, &info.Roles,
+		&info.CreatedBy, &info.CreatedAt, &info.LastUsedAt, &info.RevokedAt)
+	if err != nil {
+		return "", KeyInfo{}, fmt.Errorf("creating api key: %w", err)
+	}
+	return key, info, nil
+}
+
+// List returns an organisation's keys, newest first.
+func List(ctx context.Context, db DB, orgID string) ([]KeyInfo, error) {
+	rows, err := db.Query(ctx, `SELECT id, name, prefix, roles, created_by, created_at, last_used_at, revoked_at
+		FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC`, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("listing api keys: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[KeyInfo])
+}
+
+// Revoke revokes one of an organisation's keys. It reports false when there is no such key.
+func Revoke(ctx context.Context, db DB, orgID, keyID string) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
+		WHERE id = $1 AND org_id = $2`, keyID, orgID)
+	if err != nil {
+		return false, fmt.Errorf("revoking api key: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

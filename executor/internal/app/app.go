@@ -1,0 +1,117 @@
+// Package app wires an executor process: configuration, Postgres, Redis, the router
+// client, the runner and the queue servers, plus the /healthz and /metrics listener.
+// executor and executor-gpu are this one program with a different queue class.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchyard-ai/switchyard/executor/internal/config"
+	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/executor/internal/runner"
+	"github.com/switchyard-ai/switchyard/executor/internal/worker"
+	"github.com/switchyard-ai/switchyard/migrations"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/logging"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/redisconn"
+)
+
+// Main runs the executor for a queue class with the command-line arguments.
+func Main(ctx context.Context, service, class string, args []string) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	cfg, err := config.FromEnv(class)
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(os.Stderr, service, cfg.LogLevel)
+	if err != nil {
+		return fmt.Errorf("SWITCHYARD_LOG_LEVEL: %w", err)
+	}
+	pool, err := postgres.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	switch cmd {
+	case "migrate":
+		v, err := migrations.Apply(ctx, pool)
+		if err == nil {
+			log.Info("migrations applied", "version", v)
+		}
+		return err
+	case "serve":
+	default:
+		return fmt.Errorf("unknown command %q (want serve or migrate)", cmd)
+	}
+
+	keyBytes, err := os.ReadFile(cfg.ServiceKeyFile)
+	if err != nil {
+		return fmt.Errorf("SWITCHYARD_SERVICE_KEY_FILE: %w", err)
+	}
+	rdb, err := redisconn.Connect(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	asynqOpt, err := redisconn.Asynq(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+
+	rn := &runner.Runner{
+		DB: pool, Events: &event.Publisher{Redis: rdb}, Log: log,
+		Router: &routerclient.Client{
+			BaseURL: cfg.RouterURL, ServiceKey: strings.TrimSpace(string(keyBytes)), Caller: "executor",
+			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}},
+		},
+	}
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(queue.TypeRun, rn.HandleRun)
+	w := worker.New(pool, asynqOpt, mux, worker.Options{
+		Class: cfg.Class, Only: cfg.Queues, TaskCheckInterval: cfg.TaskCheckInterval, ShutdownTimeout: cfg.ShutdownGrace,
+	}, log)
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+
+	httpMux := http.NewServeMux()
+	httpMux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(rw, `{"status":"ok","class":%q,"queues":%q}`, cfg.Class, w.Queues())
+	})
+	httpMux.Handle("GET /metrics", promhttp.Handler())
+	httpSrv := &http.Server{Addr: cfg.Addr, Handler: httpMux, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.ListenAndServe() }()
+	log.Info("executor running", "class", cfg.Class, "addr", cfg.Addr, "queues", w.Queues())
+
+	select {
+	case err = <-errc:
+		err = fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	case <-ctx.Done():
+		err = nil
+	}
+	// Shutdown order: stop taking work and drain the queues, then close the listener.
+	log.Info("executor draining", "grace", cfg.ShutdownGrace)
+	w.Stop()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := httpSrv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

@@ -1,0 +1,88 @@
+// Package config reads an executor's settings from the environment, fills defaults and
+// validates them at start-up with errors that name the variable.
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is an executor's configuration.
+type Config struct {
+	// Class is the queue class served: cpu (executor) or gpu (executor-gpu).
+	Class string
+	// DatabaseURL is SWITCHYARD_DATABASE_URL; required.
+	DatabaseURL string
+	// RedisURL is SWITCHYARD_REDIS_URL; required.
+	RedisURL string
+	// Addr is SWITCHYARD_EXECUTOR_ADDR for /healthz and /metrics; default 127.0.0.1:8081
+	// (executor-gpu: 127.0.0.1:8082).
+	Addr string
+	// RouterURL is SWITCHYARD_ROUTER_URL; default http://127.0.0.1:8090.
+	RouterURL string
+	// ServiceKeyFile is SWITCHYARD_SERVICE_KEY_FILE, the file holding the router's service
+	// key; required.
+	ServiceKeyFile string
+	// Queues is SWITCHYARD_QUEUES, a comma-separated list restricting the queues served;
+	// default every queue of the class.
+	Queues []string
+	// TaskCheckInterval is SWITCHYARD_TASK_CHECK_INTERVAL; default 10ms.
+	TaskCheckInterval time.Duration
+	// ShutdownGrace is SWITCHYARD_SHUTDOWN_GRACE, how long in-flight jobs may run after
+	// SIGTERM before they go back to their queue; default 30s.
+	ShutdownGrace time.Duration
+	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
+	LogLevel string
+}
+
+// FromEnv reads the configuration for a class.
+func FromEnv(class string) (Config, error) {
+	defAddr := "127.0.0.1:8081"
+	if class == "gpu" {
+		defAddr = "127.0.0.1:8082"
+	}
+	c := Config{
+		Class:          class,
+		DatabaseURL:    os.Getenv("SWITCHYARD_DATABASE_URL"),
+		RedisURL:       os.Getenv("SWITCHYARD_REDIS_URL"),
+		Addr:           cmp.Or(os.Getenv("SWITCHYARD_EXECUTOR_ADDR"), defAddr),
+		RouterURL:      cmp.Or(os.Getenv("SWITCHYARD_ROUTER_URL"), "http://127.0.0.1:8090"),
+		ServiceKeyFile: os.Getenv("SWITCHYARD_SERVICE_KEY_FILE"),
+		LogLevel:       cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
+	}
+	if q := os.Getenv("SWITCHYARD_QUEUES"); q != "" {
+		for _, name := range strings.Split(q, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				c.Queues = append(c.Queues, name)
+			}
+		}
+	}
+	var err error
+	if c.TaskCheckInterval, err = duration("SWITCHYARD_TASK_CHECK_INTERVAL", "10ms"); err != nil {
+		return c, err
+	}
+	if c.ShutdownGrace, err = duration("SWITCHYARD_SHUTDOWN_GRACE", "30s"); err != nil {
+		return c, err
+	}
+	switch {
+	case c.DatabaseURL == "":
+		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required")
+	case c.RedisURL == "":
+		return c, fmt.Errorf("SWITCHYARD_REDIS_URL is required")
+	case c.ServiceKeyFile == "":
+		return c, fmt.Errorf("SWITCHYARD_SERVICE_KEY_FILE is required (the file holding the router's service key)")
+	}
+	return c, nil
+}
+
+func duration(name, def string) (time.Duration, error) {
+	v := cmp.Or(os.Getenv(name), def)
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s: %q is not a positive duration like %s", name, v, def)
+	}
+	return d, nil
+}

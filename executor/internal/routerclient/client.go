@@ -1,0 +1,145 @@
+// Package routerclient is the executor's client for the provider router — the only way an
+// executor reaches an LLM. It sends OpenAI Chat Completions bodies with the job's context
+// in headers and returns the answer with its billing, or a typed error that says whether
+// another attempt may succeed.
+package routerclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchyard-ai/switchyard/shared/aichat"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+)
+
+// Client calls the router.
+type Client struct {
+	BaseURL    string // e.g. https://127.0.0.1:8090
+	ServiceKey string
+	Caller     string // X-Caller-Service, e.g. "executor"
+	HTTP       *http.Client
+}
+
+// Job is the context sent with each call.
+type Job struct {
+	OrgID, JobID, TraceID, UserID, JobType, ChainID string
+	RoutingHint, ModelOverride, Residency, Priority string
+	CostCeilingUSD                                  *float64
+	QueueWaitMS                                     int64
+}
+
+// Answer is the router's answer: an OpenAI ChatCompletion plus billing.
+type Answer struct {
+	openai.ChatCompletionResponse
+	aichat.Billing
+}
+
+// Error is a failed call. Retryable is false for answers that another attempt cannot
+// change (validation, budget, residency, routing).
+type Error struct {
+	Status    int
+	Code      string
+	Message   string
+	Retryable bool
+	Body      apierr.Body
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("provider router: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Chat sends one chat request.
+func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionRequest) (*Answer, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding chat request: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+aichat.Path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := hreq.Header
+	h.Set("Content-Type", "application/json")
+	h.Set(aichat.HeaderServiceKey, c.ServiceKey)
+	h.Set(aichat.HeaderCallerService, c.Caller)
+	h.Set(aichat.HeaderOrgID, job.OrgID)
+	h.Set(aichat.HeaderJobID, job.JobID)
+	h.Set(aichat.HeaderTraceID, job.TraceID)
+	h.Set(aichat.HeaderRoutingHint, job.RoutingHint)
+	setIf(h, aichat.HeaderUserID, job.UserID)
+	setIf(h, aichat.HeaderJobType, job.JobType)
+	setIf(h, aichat.HeaderChainID, job.ChainID)
+	setIf(h, aichat.HeaderModelOverride, job.ModelOverride)
+	setIf(h, aichat.HeaderResidency, job.Residency)
+	setIf(h, aichat.HeaderPriority, job.Priority)
+	if job.CostCeilingUSD != nil {
+		h.Set(aichat.HeaderCostCeiling, fmt.Sprintf("%g", *job.CostCeilingUSD))
+	}
+	if job.QueueWaitMS > 0 {
+		h.Set(aichat.HeaderQueueWaitMS, fmt.Sprint(job.QueueWaitMS))
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		h.Set(aichat.HeaderDeadline, dl.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+	resp, err := c.HTTP.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &Error{Code: "ROUTER_UNREACHABLE", Message: err.Error(), Retryable: true}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return nil, &Error{Status: resp.StatusCode, Code: "ROUTER_UNREACHABLE", Message: err.Error(), Retryable: true}
+	}
+	if resp.StatusCode != http.StatusOK {
+		var b apierr.Body
+		_ = json.Unmarshal(raw, &b)
+		if b.Code == "" {
+			b.Code = "ROUTER_ERROR"
+			b.Message = http.StatusText(resp.StatusCode)
+		}
+		return nil, &Error{Status: resp.StatusCode, Code: b.Code, Message: b.Message, Body: b,
+			Retryable: retryable(resp.StatusCode, b.Code)}
+	}
+	var a Answer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, &Error{Status: resp.StatusCode, Code: "ROUTER_BAD_ANSWER", Message: err.Error(), Retryable: true}
+	}
+	return &a, nil
+}
+
+// permanent lists router codes that no retry can change.
+var permanent = map[string]bool{
+	"VALIDATION_FAILED": true, "BUDGET_EXCEEDED": true, "RESIDENCY_VIOLATION": true,
+	"ROUTING_FAILED": true, "QUOTA_EXCEEDED": true, "FORBIDDEN": true, "PROVIDER_REJECTED": true,
+	"RATE_LIMIT_DEADLINE": true,
+}
+
+func retryable(status int, code string) bool {
+	if permanent[code] {
+		return false
+	}
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// IsPermanent reports whether err is a router answer that retrying cannot change.
+func IsPermanent(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && !e.Retryable
+}
+
+func setIf(h http.Header, k, v string) {
+	if v != "" {
+		h.Set(k, v)
+	}
+}

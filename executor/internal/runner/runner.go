@@ -1,0 +1,222 @@
+// Package runner executes one run: it claims the run, re-resolves its skill, hands it to
+// its tier, and records the outcome — status, output, billing, spans and events — so that
+// Postgres always says where the run is. Retries, resumption from the journal and
+// cancellation are decided here, not in the tiers.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/executor/internal/tier"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/skill"
+	"github.com/switchyard-ai/switchyard/shared/span"
+)
+
+// Router is what the runner needs of the router client.
+type Router interface {
+	Chat(ctx context.Context, job routerclient.Job, req openai.ChatCompletionRequest) (*routerclient.Answer, error)
+}
+
+// Runner handles run tasks.
+type Runner struct {
+	DB     *pgxpool.Pool
+	Events *event.Publisher
+	Router Router
+	Log    *slog.Logger
+}
+
+// HandleRun is the asynq handler of queue.TypeRun tasks.
+func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
+	var task queue.RunTask
+	if err := json.Unmarshal(t.Payload(), &task); err != nil {
+		return fmt.Errorf("%w: decoding run task: %v", asynq.SkipRetry, err)
+	}
+	log := r.Log.With("job_id", task.RunID, "org_id", task.OrgID)
+	rn, err := loadRun(ctx, r.DB, task.RunID)
+	if errors.Is(err, errRunMissing) {
+		log.Warn("task for a run that does not exist; dropped")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rn.Status.Terminal() || rn.Status == run.HeldForReview || rn.Status == run.PendingReview {
+		// A duplicate or stale task: Postgres says the run is not ours to execute.
+		log.Info("task for a run that is not runnable; dropped", "status", rn.Status)
+		return nil
+	}
+	if rn.CancelRequested {
+		r.finish(ctx, log, rn, run.Cancelled, nil, codedError("CANCELLED", "the run was cancelled before it started"))
+		return nil
+	}
+	prev, err := run.Claim(ctx, r.DB, rn.ID)
+	if err != nil {
+		var te *run.TransitionError
+		if errors.As(err, &te) {
+			log.Info("run no longer runnable; dropped", "status", te.From)
+			return nil
+		}
+		return err
+	}
+	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0}
+	return x.execute(ctx)
+}
+
+// execution is one attempt at one run; it implements tier.Env.
+type execution struct {
+	*Runner
+	run     Run
+	log     *slog.Logger
+	resumed bool
+	skill   skill.Skill
+	billing billing
+}
+
+type billing struct {
+	TokensIn  int64   `json:"tokens_in"`
+	TokensOut int64   `json:"tokens_out"`
+	CostUSD   float64 `json:"cost_usd"`
+	LLMCalls  int     `json:"llm_calls"`
+}
+
+func (x *execution) execute(ctx context.Context) error {
+	rn := x.run
+	if !x.resumed {
+		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue})
+		if rn.QueuedAt != nil {
+			qw := span.Start(rn.ID, rn.OrgID, rn.TraceID, rn.ID, span.QueueWait, "queue "+rn.Queue)
+			qw.StartedAt = rn.QueuedAt.UTC()
+			x.saveSpan(ctx, qw.Set("queue", rn.Queue).End(span.OK))
+		}
+	} else {
+		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue, "resumed": true})
+	}
+
+	resolve := x.StartSpan(ctx, rn.ID, span.SkillResolve, "resolve "+rn.JobType)
+	sk, err := skill.Get(ctx, x.DB, rn.OrgID, rn.JobType)
+	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
+		x.EndSpan(ctx, resolve.Set("enabled", false), span.Error)
+		x.finish(ctx, x.log, rn, run.Failed, nil, codedError("SKILL_DISABLED_AFTER_DISPATCH",
+			fmt.Sprintf("the skill for %q was disabled or removed after the job was dispatched", rn.JobType)))
+		return nil
+	}
+	if err != nil {
+		x.EndSpan(ctx, resolve, span.Error)
+		return x.retryOrFail(ctx, err)
+	}
+	x.skill = sk
+	resolve.Set("skill_version", sk.Version).Set("dispatched_version", rn.SkillVersion).
+		Set("execution_type", sk.ExecutionType)
+	x.EndSpan(ctx, resolve, span.OK)
+	x.Event(ctx, event.JobSkillResolved, map[string]any{"job_type": sk.JobType, "version": sk.Version,
+		"execution_type": sk.ExecutionType})
+
+	job := tier.Job{RunID: rn.ID, OrgID: rn.OrgID, TraceID: rn.TraceID, JobType: rn.JobType, UserID: rn.UserID,
+		Skill: sk, Payload: rn.Payload, RootSpanID: rn.ID}
+	var out tier.Outcome
+	switch run.ExecutionType(sk.ExecutionType) {
+	case run.LLMOnly:
+		out, err = tier.LLMOnly(ctx, x, job)
+	default:
+		err = tier.Permanent("UNSUPPORTED_EXECUTION_TYPE",
+			"execution type %q is not supported by this executor version", sk.ExecutionType)
+	}
+	if err != nil {
+		return x.retryOrFail(ctx, err)
+	}
+	x.finish(ctx, x.log, rn, out.Status, out.Output, nil, out.Warnings...)
+	return nil
+}
+
+// retryOrFail records a failed attempt. Permanent failures end the run; transient ones
+// put it back to queued and return the error so asynq retries with backoff, until the last
+// retry, which fails the run.
+func (x *execution) retryOrFail(ctx context.Context, err error) error {
+	rn := x.run
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		x.finish(context.WithoutCancel(ctx), x.log, rn, run.TimedOut, nil,
+			codedError("TIMED_OUT", "the run exceeded its skill's timeout"))
+		return nil
+	}
+	code, msg, permanent := classify(err)
+	e := codedError(code, msg)
+	retries, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	if permanent || retries >= maxRetry {
+		x.finish(context.WithoutCancel(ctx), x.log, rn, run.Failed, nil, e)
+		return nil
+	}
+	if _, terr := run.Transition(context.WithoutCancel(ctx), x.DB, rn.ID, run.Queued, run.Change{AttemptError: e}); terr != nil {
+		x.log.Error("recording failed attempt", "error", terr)
+	}
+	x.Event(ctx, event.JobRetrying, map[string]any{"attempt": rn.Attempts + 1, "error": json.RawMessage(e)})
+	x.log.Warn("attempt failed; will retry", "code", code, "retry", retries+1, "max_retry", maxRetry)
+	return err
+}
+
+func classify(err error) (code, msg string, permanent bool) {
+	var pe *tier.PermanentError
+	var re *routerclient.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe.Code, pe.Message, true
+	case errors.As(err, &re):
+		return re.Code, re.Message, !re.Retryable
+	}
+	return "EXECUTION_ERROR", err.Error(), false
+}
+
+func codedError(code, msg string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"code": code, "message": msg, "at": time.Now().UTC()})
+	return b
+}
+
+// finish moves the run to a terminal status with its output or error and emits the event.
+func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.Status, output map[string]any,
+	errBody json.RawMessage, warnings ...string) {
+	c := run.Change{Error: errBody}
+	if errBody != nil {
+		c.AttemptError = errBody
+	}
+	if output != nil {
+		c.Output, _ = json.Marshal(output)
+	}
+	if len(warnings) > 0 {
+		c.Warnings, _ = json.Marshal(warnings)
+	}
+	if _, err := run.Transition(ctx, r.DB, rn.ID, st, c); err != nil {
+		log.Error("recording run outcome", "status", st, "error", err)
+		return
+	}
+	typ := event.JobCompleted
+	switch st {
+	case run.Failed, run.TimedOut:
+		typ = event.JobFailed
+	case run.Cancelled:
+		typ = event.JobCancelled
+	}
+	data := map[string]any{"status": st}
+	if output != nil {
+		data["output"] = output
+	}
+	if errBody != nil {
+		data["error"] = errBody
+	}
+	if _, err := r.Events.Emit(ctx, r.DB, rn.ID, rn.OrgID, typ, data); err != nil {
+		log.Warn("emitting terminal event", "error", err)
+	}
+	log.Info("run finished", "status", st)
+}

@@ -1,0 +1,107 @@
+// Package tier holds the execution tiers — llm_only, tool_using (ReAct), and later chain
+// steps and autonomous runs. A tier decides what to ask the LLM and what to do with the
+// answer; everything durable (journal, spans, events, billing) is done by the Env the
+// runner hands it, so a tier never touches Postgres or Redis itself.
+package tier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/skill"
+	"github.com/switchyard-ai/switchyard/shared/span"
+)
+
+// Job is what a tier sees of the run it executes.
+type Job struct {
+	RunID, OrgID, TraceID, JobType, UserID string
+	Skill                                  skill.Skill
+	Payload                                json.RawMessage
+	// RootSpanID is the span the tier's spans hang under.
+	RootSpanID string
+}
+
+// Env is what the runner offers a tier.
+type Env interface {
+	// Chat asks the LLM through the router. The answer is journaled under step before Chat
+	// returns; if step is journaled already (a resumed run), that answer is returned and the
+	// router is not called again.
+	Chat(ctx context.Context, step, parentSpanID string, req openai.ChatCompletionRequest) (*routerclient.Answer, error)
+	// StartSpan records a new running span and returns it; EndSpan records its end.
+	StartSpan(ctx context.Context, parentID string, typ span.Type, name string) *span.Span
+	EndSpan(ctx context.Context, s *span.Span, st span.Status)
+	// Event journals and publishes an event of the run.
+	Event(ctx context.Context, typ string, data any)
+}
+
+// Outcome is how a tier ended.
+type Outcome struct {
+	Status   run.Status
+	Output   map[string]any
+	Warnings []string
+}
+
+// PermanentError is a failure no retry can change, with its public code.
+type PermanentError struct {
+	Code    string
+	Message string
+}
+
+func (e *PermanentError) Error() string { return e.Code + ": " + e.Message }
+
+// Permanent returns a PermanentError.
+func Permanent(code, format string, args ...any) error {
+	return &PermanentError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// payload is the accepted shape of a job's payload for the LLM tiers: either messages in
+// OpenAI form, or a prompt (or input) string that becomes one user message.
+type payload struct {
+	Messages []openai.ChatCompletionMessage `json:"messages"`
+	Prompt   string                         `json:"prompt"`
+	Input    string                         `json:"input"`
+}
+
+// Messages builds the conversation: the skill's system prompt, then the payload's messages.
+func Messages(sk skill.Skill, raw json.RawMessage) ([]openai.ChatCompletionMessage, error) {
+	var p payload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, Permanent("INVALID_PAYLOAD", "payload.messages must be a list of {role, content}: %v", err)
+	}
+	var msgs []openai.ChatCompletionMessage
+	if sk.SystemPrompt != "" {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sk.SystemPrompt})
+	}
+	switch {
+	case len(p.Messages) > 0:
+		for i, m := range p.Messages {
+			switch m.Role {
+			case openai.ChatMessageRoleUser, openai.ChatMessageRoleAssistant, openai.ChatMessageRoleSystem:
+			default:
+				return nil, Permanent("INVALID_PAYLOAD", "payload.messages[%d].role must be user, assistant or system", i)
+			}
+		}
+		msgs = append(msgs, p.Messages...)
+	case p.Prompt != "":
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: p.Prompt})
+	case p.Input != "":
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: p.Input})
+	default:
+		return nil, Permanent("INVALID_PAYLOAD", "payload needs messages (a list of {role, content}) or a prompt string")
+	}
+	return msgs, nil
+}
+
+// baseRequest is the chat request a skill implies.
+func baseRequest(sk skill.Skill, msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
+	req := openai.ChatCompletionRequest{Model: sk.ModelOverride, Messages: msgs, MaxTokens: sk.MaxTokens}
+	if sk.Temperature != nil {
+		req.Temperature = float32(*sk.Temperature)
+	}
+	return req
+}

@@ -1,0 +1,246 @@
+// Package worker runs one asynq server per named queue of the executor's class (cpu or gpu),
+// each with that queue's concurrency from the registry, and restarts a queue's server when
+// its registry row changes. SIGTERM drains: in-flight tasks finish within the grace period
+// or go back to their queue.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/shared/queue"
+)
+
+// Options configure the worker.
+type Options struct {
+	// Class is "cpu" or "gpu": the class of queues served.
+	Class string
+	// Only, when set, restricts the served queues to these names; each must be of Class.
+	Only []string
+	// TaskCheckInterval is how long an idle server waits before polling again; default 10ms.
+	TaskCheckInterval time.Duration
+	// ShutdownTimeout is the drain grace period; default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// Worker manages the asynq servers.
+type Worker struct {
+	db      *pgxpool.Pool
+	redis   asynq.RedisConnOpt
+	handler asynq.Handler
+	opts    Options
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	servers map[string]*served
+}
+
+type served struct {
+	srv  *asynq.Server
+	spec spec
+}
+
+// spec is what a queue's server is built from; a change restarts the server.
+type spec struct {
+	Name        string
+	Class       string
+	Concurrency int
+}
+
+// New returns a worker; call Start.
+func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts Options, log *slog.Logger) *Worker {
+	if opts.TaskCheckInterval == 0 {
+		opts.TaskCheckInterval = 10 * time.Millisecond
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	return &Worker{db: db, redis: redis, handler: handler, opts: opts, log: log, servers: map[string]*served{}}
+}
+
+// Start starts a server for every queue of the class and follows registry changes until
+// ctx ends. It fails when a queue named in Only is missing or of the other class.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.sync(ctx); err != nil {
+		return err
+	}
+	go w.follow(ctx)
+	return nil
+}
+
+// Queues returns the names of the queues being served.
+func (w *Worker) Queues() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.servers))
+	for n := range w.servers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Stop drains every server.
+func (w *Worker) Stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var wg sync.WaitGroup
+	for name, s := range w.servers {
+		wg.Go(func() {
+			s.srv.Shutdown()
+			w.log.Info("queue drained", "queue", name)
+		})
+	}
+	wg.Wait()
+	w.servers = map[string]*served{}
+}
+
+func (w *Worker) load(ctx context.Context) ([]spec, error) {
+	rows, err := w.db.Query(ctx, `SELECT name, class, concurrency FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("reading queues: %w", err)
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[spec])
+	if err != nil {
+		return nil, fmt.Errorf("reading queues: %w", err)
+	}
+	var out []spec
+	for _, name := range w.opts.Only {
+		i := slices.IndexFunc(all, func(s spec) bool { return s.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("queue %q is not registered", name)
+		}
+		if all[i].Class != w.opts.Class {
+			return nil, fmt.Errorf("queue %q is a %s queue; this executor serves %s queues only", name, all[i].Class, w.opts.Class)
+		}
+	}
+	for _, s := range all {
+		if s.Class == w.opts.Class && (len(w.opts.Only) == 0 || slices.Contains(w.opts.Only, s.Name)) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// sync makes the running servers match the registry.
+func (w *Worker) sync(ctx context.Context) error {
+	specs, err := w.load(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	want := map[string]spec{}
+	for _, s := range specs {
+		want[s.Name] = s
+	}
+	for name, s := range w.servers {
+		if ws, ok := want[name]; !ok || ws != s.spec {
+			s.srv.Shutdown()
+			delete(w.servers, name)
+			w.log.Info("queue server stopped", "queue", name)
+		}
+	}
+	for name, s := range want {
+		if _, ok := w.servers[name]; ok {
+			continue
+		}
+		srv := w.newServer(s)
+		if err := srv.Start(w.handler); err != nil {
+			return fmt.Errorf("starting server for queue %q: %w", name, err)
+		}
+		w.servers[name] = &served{srv: srv, spec: s}
+		w.log.Info("queue server started", "queue", name, "concurrency", s.Concurrency, "class", s.Class)
+	}
+	if len(w.servers) == 0 {
+		w.log.Warn("no queues to serve", "class", w.opts.Class)
+	}
+	return nil
+}
+
+func (w *Worker) newServer(s spec) *asynq.Server {
+	log := w.log.With("queue", s.Name)
+	return asynq.NewServer(w.redis, asynq.Config{
+		Concurrency:              s.Concurrency,
+		Queues:                   queue.Tiers(s.Name),
+		TaskCheckInterval:        w.opts.TaskCheckInterval,
+		DelayedTaskCheckInterval: 500 * time.Millisecond,
+		ShutdownTimeout:          w.opts.ShutdownTimeout,
+		RetryDelayFunc:           backoff,
+		Logger:                   asynqLogger{log},
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			log.Warn("task attempt failed", "task", t.Type(), "error", err)
+		}),
+	})
+}
+
+// backoff is exponential with full jitter: about 1 s, 2 s, 4 s ... capped at 5 minutes.
+func backoff(n int, _ error, _ *asynq.Task) time.Duration {
+	d := time.Second << min(n, 8)
+	d = min(d, 5*time.Minute)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// follow restarts queue servers when the registry's queues change (NOTIFY registry_changed).
+func (w *Worker) follow(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := w.listen(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("registry listener lost; reconnecting", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (w *Worker) listen(ctx context.Context) error {
+	conn, err := w.db.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN registry_changed"); err != nil {
+		return err
+	}
+	// Changes made while we were not listening.
+	if err := w.sync(ctx); err != nil {
+		w.log.Error("syncing queues", "error", err)
+	}
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var msg struct {
+			Table string `json:"table"`
+		}
+		if json.Unmarshal([]byte(n.Payload), &msg) == nil && msg.Table == "queues" {
+			if err := w.sync(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				w.log.Error("syncing queues", "error", err)
+			}
+		}
+	}
+}
+
+// asynqLogger adapts slog to asynq's logger.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }

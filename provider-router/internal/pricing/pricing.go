@@ -1,0 +1,87 @@
+// Package pricing turns token counts into money with the registry's price table, per
+// (provider kind, model), in USD per million tokens.
+package pricing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Price is what one million tokens cost.
+type Price struct {
+	InputPerMTok  float64
+	OutputPerMTok float64
+	CachedPerMTok float64
+}
+
+// Cost of a call. Cached prompt tokens are billed at the cached price.
+func (p Price) Cost(promptTokens, completionTokens, cachedTokens int64) float64 {
+	uncached := max(promptTokens-cachedTokens, 0)
+	return (float64(uncached)*p.InputPerMTok + float64(cachedTokens)*p.CachedPerMTok +
+		float64(completionTokens)*p.OutputPerMTok) / 1e6
+}
+
+// WorstCase is the most a call can cost: every prompt token at the input price and
+// maxTokens of output.
+func (p Price) WorstCase(promptTokens, maxTokens int64) float64 {
+	return (float64(promptTokens)*p.InputPerMTok + float64(maxTokens)*p.OutputPerMTok) / 1e6
+}
+
+// ErrUnknown is returned for a model without a price.
+var ErrUnknown = errors.New("no price for model")
+
+// Table reads prices from the registry, cached for TTL.
+type Table struct {
+	DB  *pgxpool.Pool
+	TTL time.Duration // default 30s
+
+	mu      sync.Mutex
+	prices  map[string]Price
+	expires time.Time
+}
+
+// Lookup returns the price of a model of a provider kind.
+func (t *Table) Lookup(ctx context.Context, kind, model string) (Price, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.prices == nil || time.Now().After(t.expires) {
+		prices, err := t.load(ctx)
+		if err != nil {
+			return Price{}, err
+		}
+		ttl := t.TTL
+		if ttl == 0 {
+			ttl = 30 * time.Second
+		}
+		t.prices, t.expires = prices, time.Now().Add(ttl)
+	}
+	p, ok := t.prices[kind+"\x00"+model]
+	if !ok {
+		return Price{}, fmt.Errorf("%w %s/%s", ErrUnknown, kind, model)
+	}
+	return p, nil
+}
+
+func (t *Table) load(ctx context.Context) (map[string]Price, error) {
+	rows, err := t.DB.Query(ctx, `SELECT provider_kind, model, input_per_mtok::float8, output_per_mtok::float8,
+		cached_per_mtok::float8 FROM prices`)
+	if err != nil {
+		return nil, fmt.Errorf("reading prices: %w", err)
+	}
+	defer rows.Close()
+	prices := map[string]Price{}
+	for rows.Next() {
+		var kind, model string
+		var p Price
+		if err := rows.Scan(&kind, &model, &p.InputPerMTok, &p.OutputPerMTok, &p.CachedPerMTok); err != nil {
+			return nil, err
+		}
+		prices[kind+"\x00"+model] = p
+	}
+	return prices, rows.Err()
+}

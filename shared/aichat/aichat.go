@@ -1,0 +1,36 @@
+// Package aichat is the contract between the executor and the provider router:
+// POST /internal/ai/chat with an OpenAI Chat Completions body and the job's context in
+// headers; the answer is an OpenAI ChatCompletion plus provider, model and cost.
+//
+// Only the executor and the router import this package; the dispatcher never does.
+package aichat
+
+// Path is the router's chat endpoint.
+const Path = "/internal/ai/chat"
+
+// Headers carrying the job context.
+const (
+	HeaderOrgID         = "X-Org-ID"
+	HeaderJobID         = "X-Job-ID"
+	HeaderTraceID       = "X-Trace-ID"
+	HeaderRoutingHint   = "X-Routing-Hint"
+	HeaderCallerService = "X-Caller-Service"
+	HeaderServiceKey    = "X-Service-Key"
+	// Optional context the router uses for scheduling, quotas and the usage ledger.
+	HeaderUserID        = "X-User-ID"
+	HeaderJobType       = "X-Job-Type"
+	HeaderChainID       = "X-Chain-ID"
+	HeaderPriority      = "X-Priority"
+	HeaderModelOverride = "X-Model-Override"
+	HeaderResidency     = "X-Data-Residency"
+	HeaderCostCeiling   = "X-Cost-Ceiling-USD"
+	HeaderDeadline      = "X-Deadline"
+	HeaderQueueWaitMS   = "X-Queue-Wait-MS"
+)
+
+// Billing is what the router adds to the ChatCompletion in its answer. The model that
+// served the call is the ChatCompletion's own "model" field.
+type Billing struct {
+	Provider string  `json:"provider"`
+	CostUSD  float64 `json:"cost_usd"`
+}
