@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// maxBodyBytes bounds a request body; real prompts with tool definitions stay far below.
+const maxBodyBytes = 32 << 20
+
+// routes uses the standard library mux rather than echo: the simulator answers in
+// OpenAI's error format, not the platform's apierr body that the echo error handler
+// writes, and streams SSE, which plain net/http does with no adapter.
+//
+// Authorization is accepted and ignored, so any client configured with any API key works.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/chat/completions", s.handle(s.chatCompletions))
+	mux.Handle("GET /v1/models", s.handle(s.listModels))
+	mux.Handle("GET /v1/models/{model}", s.handle(s.getModel))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /sim/stats", s.handle(func(w http.ResponseWriter, _ *http.Request) error {
+		return writeJSON(w, http.StatusOK, s.Stats())
+	}))
+	mux.Handle("POST /sim/reset", s.handle(func(w http.ResponseWriter, _ *http.Request) error {
+		s.Reset()
+		s.log.Info("counters and limits reset")
+		return writeJSON(w, http.StatusOK, s.Stats())
+	}))
+	return mux
+}
+
+// handle is the one place that turns a handler's error into a response and a log line.
+func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			s.log.Error("request failed", "path", r.URL.Path, "err", err)
+			ae = &apiError{status: http.StatusInternalServerError, message: "internal simulator error", typ: "server_error"}
+		}
+		switch {
+		case ae.status == http.StatusTooManyRequests || ae.status >= 500:
+			// Refusals and injected faults are the simulation doing its job, thousands
+			// per second in a benchmark: not worth a line each unless debugging.
+			s.log.Debug("request refused", "path", r.URL.Path, "status", ae.status, "type", ae.typ)
+		default:
+			s.bad.Add(1)
+			s.log.Warn("bad request", "path", r.URL.Path, "status", ae.status, "param", ae.param, "message", ae.message)
+		}
+		if werr := writeError(w, ae); werr != nil {
+			s.log.Debug("writing error response", "err", werr)
+		}
+	})
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
+	var req openai.ChatCompletionRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		return badRequest("", "We could not parse the JSON body of your request: "+err.Error())
+	}
+	ms := s.models[req.Model]
+	if ms == nil {
+		if req.Model == "" {
+			return badRequest("model", "you must provide a model parameter")
+		}
+		return modelNotFound(req.Model)
+	}
+	if len(req.Messages) == 0 {
+		return badRequest("messages", "messages must be a non-empty array")
+	}
+	if req.N > 1 {
+		return badRequest("n", "sim-llm answers with one choice only: n must be 1")
+	}
+	a, err := respond(&ms.model, &req, s.cfg.Seed)
+	if err != nil {
+		var re *requestError
+		if errors.As(err, &re) {
+			return badRequest(re.param, re.message)
+		}
+		return err
+	}
+
+	t := tally{m: &ms.stats, t: &s.total}
+	t.request()
+	// TPM is charged at admission with prompt tokens plus max_tokens when the client set
+	// it (as OpenAI reserves), else plus the answer's actual length, which the simulator
+	// knows in advance. Nothing is refunded afterwards.
+	charge := a.promptTokens + a.completionTokens()
+	if limit := cmp.Or(req.MaxCompletionTokens, req.MaxTokens); limit > 0 {
+		charge = a.promptTokens + limit
+	}
+	d := ms.limits.admit(req.Model, charge)
+	d.setHeaders(w.Header())
+	if !d.ok {
+		t.refused()
+		return rateLimited(d)
+	}
+	if ms.cfg.ErrorRate > 0 && timingRand.Float64() < ms.cfg.ErrorRate {
+		t.errored()
+		status := http.StatusInternalServerError
+		if timingRand.IntN(2) == 0 {
+			status = http.StatusServiceUnavailable
+		}
+		return injectedFault(status)
+	}
+
+	t.enter()
+	defer t.leave()
+	latency := LatencyDuration(ms.latency.Sample(timingRand), s.cfg.TimeScale)
+	id := "chatcmpl-sim" + strconv.FormatUint(timingRand.Uint64(), 36)
+	if req.Stream {
+		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		if s.stream(r, w, streamPlan{id: id, model: req.Model, a: a, latency: latency, ttft: ms.cfg.TTFTFraction, includeUsage: includeUsage}) {
+			t.served(a, true)
+		} else {
+			t.cancelled()
+		}
+		return nil
+	}
+	if !waitFor(r.Context(), latency) {
+		t.cancelled()
+		return nil
+	}
+	resp := openai.ChatCompletionResponse{
+		ID:                id,
+		Object:            "chat.completion",
+		Created:           time.Now().Unix(),
+		Model:             req.Model,
+		Choices:           []openai.ChatCompletionChoice{{Index: 0, Message: a.message(), FinishReason: a.finish}},
+		Usage:             a.usage(),
+		SystemFingerprint: systemFingerprint,
+	}
+	if err := writeJSON(w, http.StatusOK, resp); err != nil {
+		t.cancelled()
+		return nil
+	}
+	t.served(a, false)
+	return nil
+}
+
+// systemFingerprint marks every answer as simulated.
+const systemFingerprint = "sim-llm"
+
+func (a answer) message() openai.ChatCompletionMessage {
+	m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
+	if a.toolCall != nil {
+		m.ToolCalls = []openai.ToolCall{*a.toolCall}
+	} else {
+		m.Content = a.content()
+	}
+	return m
+}
+
+func (a answer) usage() openai.Usage {
+	return openai.Usage{
+		PromptTokens:        a.promptTokens,
+		CompletionTokens:    a.completionTokens(),
+		TotalTokens:         a.promptTokens + a.completionTokens(),
+		PromptTokensDetails: &openai.PromptTokensDetails{CachedTokens: 0},
+	}
+}
+
+// modelList is OpenAI's list envelope; go-openai's ModelsList lacks the "object" field.
+type modelList struct {
+	Object string         `json:"object"`
+	Data   []openai.Model `json:"data"`
+}
+
+func (s *Server) modelInfo(name string) openai.Model {
+	return openai.Model{ID: name, Object: "model", CreatedAt: s.created, OwnedBy: "sim-llm", Root: name}
+}
+
+func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) error {
+	l := modelList{Object: "list", Data: make([]openai.Model, 0, len(s.names))}
+	for _, n := range s.names {
+		l.Data = append(l.Data, s.modelInfo(n))
+	}
+	return writeJSON(w, http.StatusOK, l)
+}
+
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("model")
+	if s.models[name] == nil {
+		return modelNotFound(name)
+	}
+	return writeJSON(w, http.StatusOK, s.modelInfo(name))
+}
