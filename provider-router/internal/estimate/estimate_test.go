@@ -1,0 +1,160 @@
+package estimate
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/shared/testkit"
+)
+
+func setup(t *testing.T, opts Options) (*Estimator, *redis.Client) {
+	t.Helper()
+	_, client := testkit.Redis(t)
+	e, err := New(client, opts)
+	require.NoError(t, err)
+	return e, client
+}
+
+func TestPriorWhenNothingKnown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, _ := setup(t, Options{})
+	for _, tc := range []struct{ max, want int }{{0, 512}, {100, 100}, {4096, 512}} {
+		n, err := e.Output(ctx, "summarize", "gpt-4o", tc.max)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, n, "max_tokens %d", tc.max)
+	}
+}
+
+func TestConstantSequenceConvergesFromAbove(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, _ := setup(t, Options{})
+	prev := 1 << 30
+	for range 30 {
+		require.NoError(t, e.Record(ctx, "classify", "gpt-4o-mini", 200))
+		n, err := e.Output(ctx, "classify", "gpt-4o-mini", 0)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, n, 200, "never below what every call used")
+		require.LessOrEqual(t, n, prev, "tightens as the spread shrinks")
+		prev = n
+	}
+	require.LessOrEqual(t, prev, 201)
+	n, err := e.Output(ctx, "classify", "gpt-4o-mini", 150)
+	require.NoError(t, err)
+	require.Equal(t, 150, n, "capped by max_tokens")
+}
+
+// TestNoisySequenceBiasedHigh: completions spread evenly over 100..300. The estimate made
+// before each call must cover most calls (it is biased high), without drifting to the cap.
+func TestNoisySequenceBiasedHigh(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, _ := setup(t, Options{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	covered, total := 0, 0
+	var ests []int
+	for i := range 300 {
+		est, err := e.Output(ctx, "draft", "claude", 4096)
+		require.NoError(t, err)
+		x := 100 + rng.IntN(201)
+		if i >= 50 {
+			total++
+			if x <= est {
+				covered++
+			}
+			ests = append(ests, est)
+		}
+		require.NoError(t, e.Record(ctx, "draft", "claude", x))
+	}
+	sort.Ints(ests)
+	median := ests[len(ests)/2]
+	t.Logf("covered %d/%d, median estimate %d", covered, total, median)
+	require.GreaterOrEqual(t, float64(covered)/float64(total), 0.85)
+	require.Greater(t, median, 200, "above the mean")
+	require.Less(t, median, 400, "but not absurdly so")
+}
+
+func TestAdaptsToLevelShift(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, _ := setup(t, Options{})
+	for range 30 {
+		require.NoError(t, e.Record(ctx, "analyst", "gpt-4.1", 100))
+	}
+	for range 6 {
+		require.NoError(t, e.Record(ctx, "analyst", "gpt-4.1", 1500))
+	}
+	n, err := e.Output(ctx, "analyst", "gpt-4.1", 0)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 1500, "six observations of a new regime are enough (alpha 0.3)")
+}
+
+func TestSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, client := setup(t, Options{})
+	b, err := New(client, Options{CacheTTL: time.Nanosecond})
+	require.NoError(t, err)
+	require.NoError(t, a.Record(ctx, "s", "m", 300))
+	sa, err := a.Stats(ctx, "s", "m")
+	require.NoError(t, err)
+	sb, err := b.Stats(ctx, "s", "m")
+	require.NoError(t, err)
+	require.Equal(t, sa, sb)
+	require.Equal(t, Stats{Mean: 300, Dev: 150, Samples: 1}, sb)
+	ttl, err := client.PTTL(ctx, statsKey("s", "m")).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 6*24*time.Hour)
+}
+
+func TestPromptTokens(t *testing.T) {
+	t.Parallel()
+	one := openai.ChatCompletionRequest{Model: "gpt-4o", Messages: []openai.ChatCompletionMessage{
+		{Role: "user", Content: "hello world"},
+	}}
+	// 3 (reply priming) + 3 (message framing) + 1 ("user") + 2 ("hello", " world").
+	require.Equal(t, 9, PromptTokens(one))
+	one.Model = "gpt-4-0613" // cl100k_base tokenizes this text the same way
+	require.Equal(t, 9, PromptTokens(one))
+
+	long := openai.ChatCompletionRequest{Model: "claude-sonnet-4", Messages: []openai.ChatCompletionMessage{
+		{Role: "system", Content: "You are a careful analyst. Answer in three bullet points."},
+		{Role: "user", MultiContent: []openai.ChatMessagePart{
+			{Type: openai.ChatMessagePartTypeText, Text: "What is in this picture?"},
+			{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: "https://x/y.png", Detail: openai.ImageURLDetailLow}},
+		}},
+		{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c1", Type: "function",
+			Function: openai.FunctionCall{Name: "lookup", Arguments: `{"q":"cats"}`}}}},
+		{Role: "tool", ToolCallID: "c1", Content: `{"result":"a cat"}`},
+	}, Tools: []openai.Tool{{Type: "function", Function: &openai.FunctionDefinition{Name: "lookup",
+		Description: "Look something up", Parameters: map[string]any{"type": "object"}}}}}
+	n := PromptTokens(long)
+	chars := 0
+	for _, m := range long.Messages {
+		chars += len(m.Content)
+	}
+	require.Greater(t, n, 85+chars/4, "image at its billed size plus the text")
+	require.Less(t, n, 85+chars+200)
+	require.Equal(t, 9+100, RequestTokens(openai.ChatCompletionRequest{Model: "gpt-4o", Messages: one.Messages}, 100))
+	require.Equal(t, 300, MaxTokens(openai.ChatCompletionRequest{MaxTokens: 300}))
+}
+
+func BenchmarkPromptTokens(b *testing.B) {
+	req := openai.ChatCompletionRequest{Model: "gpt-4o", Messages: []openai.ChatCompletionMessage{
+		{Role: "system", Content: "You are a careful analyst. Answer in three bullet points."},
+		{Role: "user", Content: "Summarize the quarterly report: revenue grew 12% while costs fell 3%, driven by..."},
+	}}
+	PromptTokens(req)
+	b.ReportAllocs()
+	for b.Loop() {
+		PromptTokens(req)
+	}
+}
