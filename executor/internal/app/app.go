@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -79,12 +80,18 @@ func Main(ctx context.Context, service, class string, args []string) error {
 			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}},
 		},
 	}
+	// Bind the listener first: an executor that cannot serve /healthz must not take work.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("SWITCHYARD_EXECUTOR_ADDR: listening on %s: %w", cfg.Addr, err)
+	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(queue.TypeRun, rn.HandleRun)
 	w := worker.New(pool, asynqOpt, mux, worker.Options{
 		Class: cfg.Class, Only: cfg.Queues, TaskCheckInterval: cfg.TaskCheckInterval, ShutdownTimeout: cfg.ShutdownGrace,
 	}, log)
 	if err := w.Start(ctx); err != nil {
+		ln.Close()
 		return err
 	}
 
@@ -96,7 +103,7 @@ func Main(ctx context.Context, service, class string, args []string) error {
 	httpMux.Handle("GET /metrics", promhttp.Handler())
 	httpSrv := &http.Server{Addr: cfg.Addr, Handler: httpMux, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.ListenAndServe() }()
+	go func() { errc <- httpSrv.Serve(ln) }()
 	log.Info("executor running", "class", cfg.Class, "addr", cfg.Addr, "queues", w.Queues())
 
 	select {

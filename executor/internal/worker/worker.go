@@ -44,6 +44,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	servers map[string]*served
+	stopped bool
+	cancel  context.CancelFunc
+	follows sync.WaitGroup
 }
 
 type served struct {
@@ -72,10 +75,13 @@ func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts
 // Start starts a server for every queue of the class and follows registry changes until
 // ctx ends. It fails when a queue named in Only is missing or of the other class.
 func (w *Worker) Start(ctx context.Context) error {
+	ctx, w.cancel = context.WithCancel(ctx)
 	if err := w.sync(ctx); err != nil {
+		w.cancel()
+		w.Stop()
 		return err
 	}
-	go w.follow(ctx)
+	w.follows.Go(func() { w.follow(ctx) })
 	return nil
 }
 
@@ -91,10 +97,16 @@ func (w *Worker) Queues() []string {
 	return names
 }
 
-// Stop drains every server.
+// Stop stops following the registry, then drains every server. No server starts after
+// Stop.
 func (w *Worker) Stop() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.follows.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopped = true
 	var wg sync.WaitGroup
 	for name, s := range w.servers {
 		wg.Go(func() {
@@ -141,6 +153,9 @@ func (w *Worker) sync(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stopped {
+		return nil
+	}
 	want := map[string]spec{}
 	for _, s := range specs {
 		want[s.Name] = s

@@ -1,0 +1,262 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/redisconn"
+	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
+)
+
+type bundle struct {
+	t         *testing.T
+	srv       *httptest.Server
+	pool      *pgxpool.Pool
+	inspector *asynq.Inspector
+	orgID     string
+	key       string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	_, pool := testkit.DB(t)
+	redisURL, rdb := testkit.Redis(t)
+	opt, err := redisconn.Asynq(redisURL)
+	require.NoError(t, err)
+	client := asynq.NewClient(opt)
+	t.Cleanup(func() { client.Close() })
+	inspector := asynq.NewInspector(opt)
+	t.Cleanup(func() { inspector.Close() })
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	orgID, err := bootstrap.EnsureOrg(ctx, pool, "acme", "Acme", "eu")
+	require.NoError(t, err)
+	key, _, err := auth.Create(ctx, pool, orgID, "test", []auth.Role{auth.RoleDispatch, auth.RoleViewer}, "test")
+	require.NoError(t, err)
+	_, err = bootstrap.LoadSkills(ctx, pool, orgID, filepath.Join("..", "..", "..", "skills"), "test")
+	require.NoError(t, err)
+
+	s := &api.Server{DB: pool, Redis: rdb, Inspector: inspector, Log: log, Validator: dispatch.NewValidator(),
+		Dispatch: &dispatch.Service{DB: pool, Queue: client, Events: &event.Publisher{Redis: rdb}, Log: log}}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &bundle{t: t, srv: srv, pool: pool, inspector: inspector, orgID: orgID, key: key}
+}
+
+func (b *bundle) do(key, method, path, body string) (int, map[string]any) {
+	b.t.Helper()
+	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+	require.NoError(b.t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if len(raw) > 0 {
+		require.NoError(b.t, json.Unmarshal(raw, &out), "%s", raw)
+	}
+	return resp.StatusCode, out
+}
+
+const demo = `{"job_type":"demo_llm","payload":{"prompt":"hi"}}`
+
+func TestDispatchRecordsAndEnqueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"demo_llm","priority":"high",
+		"user_id":"u1","payload":{"prompt":"hi"},"metadata":{"source_service":"crm","correlation_id":"c-1"}}`)
+	require.Equal(t, http.StatusAccepted, code, "%v", res)
+	id := res["jobId"].(string)
+
+	// The task is on the named queue's high tier, under the run's id.
+	info, err := b.inspector.GetTaskInfo(queue.Tier("default", run.PriorityHigh), id)
+	require.NoError(t, err)
+	require.Equal(t, queue.TypeRun, info.Type)
+
+	code, got := b.do(b.key, http.MethodGet, "/api/v1/dispatch/"+id, "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "queued", got["status"])
+	require.Equal(t, "high", got["priority"])
+	require.Equal(t, "u1", got["userId"])
+	require.Equal(t, "crm", got["metadata"].(map[string]any)["source_service"])
+	require.Nil(t, got["payload"], "the payload is not echoed back")
+
+	code, spans := b.do(b.key, http.MethodGet, "/api/v1/dispatch/"+id+"/spans", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, spans["spans"], 1)
+	require.Equal(t, "dispatch", spans["spans"].([]any)[0].(map[string]any)["type"])
+
+	var seq int64
+	var typ string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT seq, type FROM run_events WHERE run_id = $1`, id).Scan(&seq, &typ))
+	require.Equal(t, int64(1), seq)
+	require.Equal(t, "job:queued", typ)
+}
+
+func TestDispatchValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cases := []struct {
+		name, body string
+		fields     map[string]string // field -> rule
+	}{
+		{"missing job type and payload", `{}`, map[string]string{"job_type": "required", "payload": "required"}},
+		{"bad priority and callback", `{"job_type":"demo_llm","payload":{},"priority":"urgent","callback_url":"ftp://x"}`,
+			map[string]string{"priority": "oneof", "callback_url": "httpurl"}},
+		{"payload not an object", `{"job_type":"demo_llm","payload":"text"}`, map[string]string{"payload": "type"}},
+		{"unknown field", `{"job_type":"demo_llm","payload":{},"colour":"red"}`, map[string]string{"colour": "unknown_field"}},
+		{"wrong type", `{"job_type":7,"payload":{}}`, map[string]string{"job_type": "type"}},
+		{"bad job type", `{"job_type":"Demo LLM","payload":{}}`, map[string]string{"job_type": "jobtype"}},
+		{"bad parent id", `{"job_type":"demo_llm","payload":{},"metadata":{"parent_job_id":"x"}}`,
+			map[string]string{"metadata.parent_job_id": "uuid"}},
+		{"not json", `{"job_type":`, map[string]string{"$": "json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", tc.body)
+			require.Equal(t, http.StatusBadRequest, code, "%v", res)
+			require.Equal(t, "VALIDATION_FAILED", res["code"])
+			got := map[string]string{}
+			for _, f := range res["context"].(map[string]any)["fields"].([]any) {
+				m := f.(map[string]any)
+				got[m["field"].(string)] = m["rule"].(string)
+			}
+			require.Equal(t, tc.fields, got)
+		})
+	}
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&n))
+	require.Zero(t, n, "nothing is recorded for a bad request")
+}
+
+func TestOversizedBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	big := `{"job_type":"demo_llm","payload":{"x":"` + strings.Repeat("a", api.MaxBodyBytes) + `"}}`
+	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", big)
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+	require.Equal(t, "PAYLOAD_TOO_LARGE", res["code"])
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, res := b.do("", http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.Equal(t, "UNAUTHENTICATED", res["code"])
+	code, _ = b.do("sy_000000000000_"+strings.Repeat("0", 48), http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusUnauthorized, code)
+	// The right prefix with a wrong secret is refused too.
+	prefix, err := auth.Parse(b.key)
+	require.NoError(t, err)
+	code, _ = b.do("sy_"+prefix+"_"+strings.Repeat("f", 48), http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusUnauthorized, code)
+
+	viewer, _, err := auth.Create(context.Background(), b.pool, b.orgID, "viewer", []auth.Role{auth.RoleViewer}, "test")
+	require.NoError(t, err)
+	code, res = b.do(viewer, http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Equal(t, "FORBIDDEN", res["code"])
+}
+
+func TestOrganisationIsolation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusAccepted, code)
+	id := res["jobId"].(string)
+
+	other, err := bootstrap.EnsureOrg(context.Background(), b.pool, "globex", "Globex", "us")
+	require.NoError(t, err)
+	otherKey, _, err := auth.Create(context.Background(), b.pool, other, "k", []auth.Role{auth.RoleAdmin}, "test")
+	require.NoError(t, err)
+
+	codeOther, resOther := b.do(otherKey, http.MethodGet, "/api/v1/dispatch/"+id, "")
+	codeMissing, resMissing := b.do(otherKey, http.MethodGet, "/api/v1/dispatch/00000000-0000-0000-0000-000000000000", "")
+	require.Equal(t, http.StatusNotFound, codeOther)
+	require.Equal(t, codeMissing, codeOther)
+	require.Equal(t, resMissing["code"], resOther["code"])
+	code, _ = b.do(otherKey, http.MethodGet, "/api/v1/dispatch/"+id+"/spans", "")
+	require.Equal(t, http.StatusNotFound, code)
+	// The other organisation has no skills: its dispatch of the same job type is refused.
+	code, res = b.do(otherKey, http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, "SKILL_NOT_FOUND", res["code"])
+}
+
+func TestIdempotencyUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := `{"job_type":"demo_llm","payload":{"prompt":"hi"},"idempotency_key":"order-42"}`
+	const n = 16
+	ids := make([]string, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/api/v1/dispatch", bytes.NewBufferString(body))
+			req.Header.Set("Authorization", "Bearer "+b.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var out map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			codes[i] = resp.StatusCode
+			ids[i], _ = out["jobId"].(string)
+		})
+	}
+	wg.Wait()
+	accepted := 0
+	for i := range n {
+		require.Contains(t, []int{http.StatusAccepted, http.StatusOK}, codes[i])
+		require.Equal(t, ids[0], ids[i])
+		if codes[i] == http.StatusAccepted {
+			accepted++
+		}
+	}
+	require.Equal(t, 1, accepted, "exactly one request creates the run")
+	var runs int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&runs))
+	require.Equal(t, 1, runs)
+}
+
+func TestReadiness(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, res := b.do("", http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ready", res["status"])
+	code, _ = b.do("", http.MethodGet, "/healthz", "")
+	require.Equal(t, http.StatusOK, code)
+	code, res = b.do(b.key, http.MethodGet, "/api/v1/nope", "")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, "ROUTE_NOT_FOUND", res["code"])
+}
