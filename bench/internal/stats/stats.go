@@ -9,10 +9,10 @@ import (
 
 // Summary holds the percentiles of a sample.
 type Summary struct {
-	N                      int
+	N                       int
 	Min, P50, P90, P99, Max time.Duration
-	P999                   time.Duration
-	Mean                   time.Duration
+	P999                    time.Duration
+	Mean                    time.Duration
 }
 
 // Summarize computes percentiles (nearest rank) of samples.

@@ -1,0 +1,47 @@
+# Switchyard — `make` (or `make help`) lists the targets. See docs/operations.md.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+# ./<module>/... for every module in go.work, so vet and lint cover them all.
+PKGS = $(shell scripts/modules.sh)
+MODULE_DIRS = $(patsubst ./%/...,%,$(PKGS))
+
+.PHONY: help build run start stop status test fmt vet lint clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build every binary (<module>/cmd/<name>) into .run/bin
+	scripts/build.sh
+
+run: ## run the whole platform in the foreground (Ctrl-C stops it all); SWITCHYARD_GPU=1 adds executor-gpu
+	scripts/run.sh run
+
+start: ## like run, but return once everything is ready and leave it running
+	scripts/run.sh start
+
+stop: ## stop the services and the run profile's Postgres and Redis
+	scripts/run.sh stop
+
+status: ## show which services are running
+	scripts/run.sh status
+
+test: ## go vet + go test over every module (and web/ tests) against a throwaway Postgres/Redis
+	scripts/test.sh
+
+fmt: ## gofmt every module
+	gofmt -l -w $(MODULE_DIRS)
+
+vet: ## go vet every module
+	$(GO) vet $(PKGS)
+
+lint: ## fail on unformatted Go files, then go vet every module
+	@out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt: these files need formatting (make fmt):"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean: ## stop the run and test profiles and remove .run (binaries, data, logs, keys)
+	scripts/run.sh stop
+	scripts/stack.sh stop test
+	rm -rf .run

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# run.sh — the whole platform on this machine, for `make run`, `make start`, `make stop`, `make status`.
+#
+#   scripts/run.sh [run]   build; start Postgres and Redis (scripts/stack.sh, profile run); migrate;
+#                          bootstrap; start sim-llm, provider-router, executor, dispatcher; wait until
+#                          each is healthy; print a summary; stay in the foreground. Ctrl-C (or TERM)
+#                          stops the services and the run profile's Postgres and Redis.
+#   scripts/run.sh start   the same, but return as soon as everything is ready (processes stay up)
+#   scripts/run.sh stop    stop the services and the run profile's Postgres and Redis
+#   scripts/run.sh status  show what is running
+#
+# Running it again while the stack is up and ready prints the summary and exits 0 without
+# restarting anything (run `make stop` first to restart). A stack that is only partly up (a
+# process died, or the dispatcher is not ready) has its remaining processes stopped and is
+# started afresh.
+#
+# Environment (defaults in brackets):
+#   SWITCHYARD_DISPATCHER_ADDR [127.0.0.1:8080]  SWITCHYARD_ROUTER_ADDR [127.0.0.1:8090]
+#   SWITCHYARD_EXECUTOR_ADDR [127.0.0.1:8081]    SWITCHYARD_EXECUTOR_GPU_ADDR [127.0.0.1:8082]
+#   SIM_LLM_ADDR [127.0.0.1:8099]                SWITCHYARD_LOG_LEVEL [info]
+#   SWITCHYARD_GPU=1        also start executor-gpu
+#   SWITCHYARD_NO_BUILD=1   use the binaries already in .run/bin
+#   SWITCHYARD_READY_TIMEOUT [60]  seconds each process may take to become healthy
+#   SWITCHYARD_PG_PORT, SWITCHYARD_REDIS_PORT    move Postgres/Redis (see scripts/stack.sh)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+mode=${1:-run}
+case "$mode" in
+  run|start|stop|status) ;;
+  *) echo "usage: scripts/run.sh [run|start|stop|status]" >&2; exit 2 ;;
+esac
+
+t0=$(date +%s%N)
+run_dir="$root/.run"
+bin_dir="$run_dir/bin"
+log_dir="$run_dir/logs"
+pid_dir="$run_dir/pids"
+key_file=".run/admin.key"
+service_key="$run_dir/service.key"
+
+dispatcher_addr=${SWITCHYARD_DISPATCHER_ADDR:-127.0.0.1:8080}
+router_addr=${SWITCHYARD_ROUTER_ADDR:-127.0.0.1:8090}
+executor_addr=${SWITCHYARD_EXECUTOR_ADDR:-127.0.0.1:8081}
+executor_gpu_addr=${SWITCHYARD_EXECUTOR_GPU_ADDR:-127.0.0.1:8082}
+sim_addr=${SIM_LLM_ADDR:-127.0.0.1:8099}
+ready_timeout=${SWITCHYARD_READY_TIMEOUT:-60}
+
+# Every process this script may start, in start order; stopped in reverse order.
+all_services=(sim-llm provider-router executor executor-gpu dispatcher)
+services=(sim-llm provider-router executor)
+[ "${SWITCHYARD_GPU:-0}" = 1 ] && services+=(executor-gpu)
+services+=(dispatcher)
+
+say() { echo "run: $*" >&2; }
+
+addr_of() {
+  case "$1" in
+    dispatcher) echo "$dispatcher_addr" ;;
+    provider-router) echo "$router_addr" ;;
+    executor) echo "$executor_addr" ;;
+    executor-gpu) echo "$executor_gpu_addr" ;;
+    sim-llm) echo "$sim_addr" ;;
+  esac
+}
+
+addr_var_of() {
+  case "$1" in
+    dispatcher) echo SWITCHYARD_DISPATCHER_ADDR ;;
+    provider-router) echo SWITCHYARD_ROUTER_ADDR ;;
+    executor) echo SWITCHYARD_EXECUTOR_ADDR ;;
+    executor-gpu) echo SWITCHYARD_EXECUTOR_GPU_ADDR ;;
+    sim-llm) echo SIM_LLM_ADDR ;;
+  esac
+}
+
+# url_of turns a listen address (host:port, :port, 0.0.0.0:port) into a base URL to call it on.
+url_of() {
+  local addr; addr=$(addr_of "$1")
+  local host=${addr%:*} port=${addr##*:}
+  case "$host" in ""|0.0.0.0|"[::]"|"::") host=127.0.0.1 ;; esac
+  echo "http://$host:$port"
+}
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# port_holder names the program listening on a TCP port, when ss can tell.
+port_holder() {
+  command -v ss >/dev/null 2>&1 || return 0
+  ss -Hltnp "sport = :$1" 2>/dev/null | grep -o 'users:(("[^"]*",pid=[0-9]*' | head -n 1 |
+    sed -E 's/users:\(\("([^"]*)",pid=([0-9]*)/ (held by \1, pid \2)/' || true
+}
+
+# pid_of prints the pid recorded for a service when that pid is still our binary (not a reused pid).
+pid_of() {
+  local f="$pid_dir/$1.pid" pid cmd
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  cmd=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | head -n 1) || return 1
+  [ "$cmd" = "$bin_dir/$1" ] || return 1
+  echo "$pid"
+}
+
+running() { pid_of "$1" >/dev/null; }
+
+http_ok() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null
+  else
+    local rest=${1#http://} hostport path status
+    hostport=${rest%%/*}; path=/${rest#*/}
+    # shellcheck disable=SC2016 # the inner script expands its own arguments
+    status=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1##*:}"; printf "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" "$2" "$1" >&3; head -n 1 <&3' _ "$hostport" "$path" 2>/dev/null) || return 1
+    [[ "$status" == *" 200"* ]]
+  fi
+}
+
+stop_service() {
+  local name=$1 pid
+  if pid=$(pid_of "$name"); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do running "$name" || break; sleep 0.1; done
+    if running "$name"; then
+      say "$name (pid $pid) did not stop within 10 s: killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    say "$name stopped"
+  fi
+  rm -f "$pid_dir/$name.pid"
+}
+
+stop_services() {
+  local i
+  for ((i = ${#all_services[@]} - 1; i >= 0; i--)); do stop_service "${all_services[$i]}"; done
+}
+
+stop_everything() {
+  stop_services
+  "$root/scripts/stack.sh" stop run || true
+}
+
+# cleanup runs on every exit; it tears the stack down unless the stack is meant to outlive us.
+cleanup_on_exit=0
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ "$cleanup_on_exit" = 1 ]; then
+    say "stopping"
+    stop_everything
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail() {
+  local name=$1; shift
+  say "error: $*"
+  if [ -f "$log_dir/$name.log" ]; then
+    echo "---- last lines of .run/logs/$name.log ----" >&2
+    tail -n 40 "$log_dir/$name.log" >&2 || true
+    echo "----" >&2
+  fi
+  exit 1
+}
+
+start_service() {
+  local name=$1 log="$log_dir/$1.log" cmd
+  [ -x "$bin_dir/$name" ] || fail "$name" "$bin_dir/$name is missing (did the build produce it?)"
+  [ -f "$log" ] && mv -f "$log" "$log.1"
+  case "$name" in
+    sim-llm) cmd=("$bin_dir/$name" --addr "$sim_addr") ;;
+    executor|executor-gpu) cmd=(env "SWITCHYARD_EXECUTOR_ADDR=$(addr_of "$name")" "$bin_dir/$name" serve) ;;
+    *) cmd=("$bin_dir/$name" serve) ;;
+  esac
+  # setsid: own session, so a terminal's Ctrl-C or hang-up reaches only this script, which stops
+  # the services in order; and `make start` can leave them running. setsid and env exec in place,
+  # so $! is the service's own pid.
+  setsid "${cmd[@]}" </dev/null >>"$log" 2>&1 &
+  echo "$!" >"$pid_dir/$name.pid"
+}
+
+wait_ready() {
+  local name=$1 base deadline paths=(/healthz)
+  base=$(url_of "$name")
+  [ "$name" = dispatcher ] && paths+=(/readyz)
+  deadline=$((SECONDS + ready_timeout))
+  for path in "${paths[@]}"; do
+    until http_ok "$base$path"; do
+      running "$name" || fail "$name" "$name exited during start-up"
+      [ "$SECONDS" -lt "$deadline" ] || fail "$name" "$name: $base$path did not answer 200 within ${ready_timeout}s"
+      sleep 0.1
+    done
+  done
+}
+
+elapsed() {
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  printf '%d.%01d' $((ms / 1000)) $((ms % 1000 / 100))
+}
+
+summary() {
+  local key="(no key file: see .run/logs/bootstrap.log)" hostport
+  [ -s "$root/$key_file" ] && key=$(cat "$root/$key_file")
+  hostport=${dispatcher_addr/#127.0.0.1:/localhost:}
+  case "$hostport" in :*|0.0.0.0:*) hostport="localhost:${dispatcher_addr##*:}" ;; esac
+  cat <<EOF
+
+Switchyard is running${1:+ (ready in $1 s)}
+  dispatcher       $(url_of dispatcher)   API, /healthz, /readyz
+  provider-router  $(url_of provider-router)
+  executor         $(url_of executor)   /healthz, /metrics
+EOF
+  running executor-gpu && echo "  executor-gpu     $(url_of executor-gpu)   /healthz, /metrics"
+  cat <<EOF
+  sim-llm          $(url_of sim-llm)/v1
+  postgres         ${SWITCHYARD_DATABASE_URL}
+  redis            ${SWITCHYARD_REDIS_URL}
+  logs             .run/logs/<name>.log   (e.g. tail -f .run/logs/dispatcher.log)
+  pids             .run/pids/<name>.pid
+  admin key        $key   (in $key_file)
+
+Try:
+  curl -s -X POST $hostport/api/v1/dispatch -H "Authorization: Bearer \$(cat $key_file)" -H 'Content-Type: application/json' -d '{"job_type":"demo_llm","payload":{"messages":[{"role":"user","content":"Hello"}]}}'
+
+EOF
+}
+
+mkdir -p "$log_dir" "$pid_dir"
+eval "$("$root/scripts/stack.sh" env run)"
+
+case "$mode" in
+  stop)
+    stop_everything
+    exit 0
+    ;;
+  status)
+    for name in "${all_services[@]}"; do
+      if pid=$(pid_of "$name"); then printf '  %-16s running, pid %s, %s\n' "$name" "$pid" "$(url_of "$name")"
+      else printf '  %-16s stopped\n' "$name"; fi
+    done
+    if running dispatcher && http_ok "$(url_of dispatcher)/readyz"; then echo "  dispatcher /readyz: ready"; fi
+    exit 0
+    ;;
+esac
+
+# Already up? Then say so and leave it alone; partly up: clear the leftovers and start afresh.
+up=0 down=0
+for name in "${services[@]}"; do
+  if running "$name"; then up=$((up + 1)); else down=$((down + 1)); fi
+done
+if [ "$down" -eq 0 ] && http_ok "$(url_of dispatcher)/readyz"; then
+  say "the stack is already running (pids in .run/pids/): nothing to do; 'make stop' stops it"
+  summary ""
+  exit 0
+fi
+if [ "$up" -gt 0 ]; then
+  say "the stack is only partly running: restarting its processes"
+  stop_services
+fi
+
+# Fail fast, before building, when another program holds one of our ports.
+for name in "${services[@]}"; do
+  addr=$(addr_of "$name")
+  host=${addr%:*}; port=${addr##*:}
+  case "$host" in ""|0.0.0.0|"[::]"|"::") host=127.0.0.1 ;; esac
+  if port_open "$host" "$port"; then
+    say "error: port $port ($name) is already in use by another program$(port_holder "$port")."
+    say "       Stop that program, or move $name with $(addr_var_of "$name")=127.0.0.1:<free port>."
+    exit 1
+  fi
+done
+
+cleanup_on_exit=1
+
+if [ "${SWITCHYARD_NO_BUILD:-0}" != 1 ]; then
+  say "building binaries into .run/bin"
+  "$root/scripts/build.sh"
+fi
+
+"$root/scripts/stack.sh" start run
+
+if [ ! -s "$service_key" ]; then
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$service_key")
+  say "created .run/service.key"
+fi
+chmod 600 "$service_key"
+
+export SWITCHYARD_LOG_LEVEL=${SWITCHYARD_LOG_LEVEL:-info}
+export SWITCHYARD_SERVICE_KEY_FILE="$service_key"
+export SWITCHYARD_DISPATCHER_ADDR="$dispatcher_addr"
+export SWITCHYARD_ROUTER_ADDR="$router_addr"
+export SWITCHYARD_ROUTER_URL="${SWITCHYARD_ROUTER_URL:-$(url_of provider-router)}"
+export SIM_LLM_ADDR="$sim_addr"
+
+say "migrating the database"
+"$bin_dir/dispatcher" migrate >"$log_dir/migrate.log" 2>&1 || fail migrate "dispatcher migrate failed"
+
+say "bootstrapping (organisation, admin key, sim-llm provider, skills/)"
+# stdout carries the admin key: keep it out of the log; the key file is the record.
+"$bin_dir/dispatcher" bootstrap --skills skills --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
+  2>"$log_dir/bootstrap.log" >/dev/null || fail bootstrap "dispatcher bootstrap failed"
+[ -f "$key_file" ] && chmod 600 "$key_file"
+
+for name in "${services[@]}"; do
+  start_service "$name"
+  wait_ready "$name"
+  say "$name ready on $(url_of "$name")"
+done
+
+took=$(elapsed)
+summary "$took"
+
+if [ "$mode" = start ]; then
+  cleanup_on_exit=0
+  echo "Started in the background. Stop with: make stop"
+  exit 0
+fi
+
+echo "Press Ctrl-C to stop everything (services, Postgres and Redis of the run profile)."
+while :; do
+  for name in "${services[@]}"; do
+    running "$name" || fail "$name" "$name exited unexpectedly"
+  done
+  sleep 1 &
+  wait $! || true
+done
