@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/config"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
 	"github.com/switchyard-ai/switchyard/migrations"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/logging"
@@ -111,7 +112,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog
 
 	srv := &api.Server{
 		DB: pool, Redis: rdb, Inspector: inspector, Log: log,
-		Validator: dispatch.NewValidator(),
+		Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: rdb},
 		Dispatch: &dispatch.Service{
 			DB: pool, Queue: queue, Events: &event.Publisher{Redis: rdb}, Log: log,
 			Retention: cfg.TaskRetention,

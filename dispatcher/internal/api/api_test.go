@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
@@ -58,6 +60,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 
 	s := &api.Server{DB: pool, Redis: rdb, Inspector: inspector, Log: log, Validator: dispatch.NewValidator(),
+		Sessions: &session.Store{Redis: rdb},
 		Dispatch: &dispatch.Service{DB: pool, Queue: client, Events: &event.Publisher{Redis: rdb}, Log: log}}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -259,4 +262,49 @@ func TestReadiness(t *testing.T) {
 	code, res = b.do(b.key, http.MethodGet, "/api/v1/nope", "")
 	require.Equal(t, http.StatusNotFound, code)
 	require.Equal(t, "ROUTE_NOT_FOUND", res["code"])
+}
+
+func TestBrowserSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar}
+	post := func(path, body string) *http.Response {
+		resp, err := browser.Post(b.srv.URL+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		return resp
+	}
+
+	resp := post("/api/v1/session", `{"api_key":"sy_000000000000_`+strings.Repeat("0", 48)+`"}`)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	resp = post("/api/v1/session", `{"api_key":"`+b.key+`"}`)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == session.CookieName {
+			cookie = c
+		}
+	}
+	require.NotNil(t, cookie)
+	require.True(t, cookie.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, cookie.SameSite)
+	require.NotContains(t, cookie.Value, b.key)
+
+	// The cookie alone authenticates API calls.
+	resp = post("/api/v1/dispatch", demo)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+
+	// Revoking the key ends the session.
+	prefix, _ := auth.Parse(b.key)
+	_, err = b.pool.Exec(context.Background(), `UPDATE api_keys SET revoked_at = now() WHERE prefix = $1`, prefix)
+	require.NoError(t, err)
+	r, err := browser.Get(b.srv.URL + "/api/v1/session")
+	require.NoError(t, err)
+	r.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, r.StatusCode)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
@@ -31,6 +32,7 @@ type Server struct {
 	Inspector *asynq.Inspector
 	Dispatch  *dispatch.Service
 	Validator *dispatch.Validator
+	Sessions  *session.Store
 	Log       *slog.Logger
 }
 
@@ -46,21 +48,27 @@ func (s *Server) Handler() *echo.Echo {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 
+	e.POST("/api/v1/session", s.createSession)
 	v1 := e.Group("/api/v1", s.authenticate)
+	v1.GET("/session", s.getSession)
+	v1.DELETE("/session", s.deleteSession)
 	v1.POST("/dispatch", s.dispatch, require(auth.RoleDispatch))
 	v1.GET("/dispatch/:id", s.getRun, require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove))
 	v1.GET("/dispatch/:id/spans", s.getSpans, require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove))
+	s.registerLive(e, v1)
 	return e
 }
 
-type principalKey struct{}
-
-// authenticate resolves the Bearer API key to a principal, or answers 401.
+// authenticate resolves the Bearer API key — or, for browsers, the session cookie — to a
+// principal, or answers 401.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || key == "" {
+			if cookie, err := c.Cookie(session.CookieName); err == nil && s.Sessions != nil {
+				return s.authenticateSession(c, cookie.Value, next)
+			}
 			return unauthenticated("Missing 'Authorization: Bearer <api key>' header.")
 		}
 		p, err := auth.Authenticate(c.Request().Context(), s.DB, strings.TrimSpace(key))
@@ -132,4 +140,9 @@ func (s *Server) readyz(c echo.Context) error {
 			"Check the services named in context.checks.").With("checks", checks)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}
+
+func queueError(err error) *apierr.Error {
+	return apierr.New(http.StatusServiceUnavailable, "QUEUE_UNAVAILABLE", "Redis could not be reached.",
+		"Retry shortly; operators: check Redis and /readyz.").Wrap(err)
 }

@@ -101,3 +101,22 @@ func Revoke(ctx context.Context, db DB, orgID, keyID string) (bool, error) {
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// ByID resolves a key id (from a browser session) to its principal; a revoked key is
+// ErrUnknownKey.
+func ByID(ctx context.Context, db DB, keyID string) (Principal, error) {
+	var p Principal
+	var roles []string
+	err := db.QueryRow(ctx, `SELECT id, org_id, name, roles FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, keyID).
+		Scan(&p.KeyID, &p.OrgID, &p.KeyName, &roles)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, ErrUnknownKey
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("looking up api key: %w", err)
+	}
+	for _, r := range roles {
+		p.Roles = append(p.Roles, Role(r))
+	}
+	return p, nil
+}
