@@ -110,30 +110,48 @@ type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// Save inserts the span or, when it exists, updates its end, status, attributes and billing.
-func Save(ctx context.Context, db DB, s *Span) error {
+const saveSQL = `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
+		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+	ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
+		attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
+		tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
+		tokens_cached = EXCLUDED.tokens_cached, cost_usd = EXCLUDED.cost_usd`
+
+func saveArgs(s *Span) ([]any, error) {
 	attrs, err := json.Marshal(s.Attributes)
 	if err != nil {
-		return fmt.Errorf("encoding span attributes: %w", err)
+		return nil, fmt.Errorf("encoding span attributes: %w", err)
 	}
 	var b Billing
 	if s.Billing != nil {
 		b = *s.Billing
 	}
-	_, err = db.Exec(ctx, `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
-			status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-		ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
-			attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
-			tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
-			tokens_cached = EXCLUDED.tokens_cached, cost_usd = EXCLUDED.cost_usd`,
-		s.ID, s.RunID, s.OrgID, s.TraceID, nullable(s.ChainID), nullable(s.ParentID), s.Type, s.Name,
+	return []any{s.ID, s.RunID, s.OrgID, s.TraceID, nullable(s.ChainID), nullable(s.ParentID), s.Type, s.Name,
 		s.Status, s.StartedAt, s.EndedAt, attrs,
 		nullable(b.Provider), nullable(b.Model), nullInt(s.Billing, b.TokensIn), nullInt(s.Billing, b.TokensOut),
-		nullInt(s.Billing, b.TokensCached), nullFloat(s.Billing, b.CostUSD))
+		nullInt(s.Billing, b.TokensCached), nullFloat(s.Billing, b.CostUSD)}, nil
+}
+
+// Save inserts the span or, when it exists, updates its end, status, attributes and billing.
+func Save(ctx context.Context, db DB, s *Span) error {
+	args, err := saveArgs(s)
 	if err != nil {
+		return err
+	}
+	if _, err := db.Exec(ctx, saveSQL, args...); err != nil {
 		return fmt.Errorf("saving %s span of run %s: %w", s.Type, s.RunID, err)
 	}
+	return nil
+}
+
+// QueueSave adds Save's statement to a batch.
+func QueueSave(b *pgx.Batch, s *Span) error {
+	args, err := saveArgs(s)
+	if err != nil {
+		return err
+	}
+	b.Queue(saveSQL, args...)
 	return nil
 }
 

@@ -40,7 +40,7 @@ func env(t testing.TB, name string) string {
 	v := os.Getenv(name)
 	if v == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, which starts PostgreSQL and Redis "+
-			"and sets it (or `eval $(scripts/stack.sh test-env)` after `scripts/stack.sh start test`)", name)
+			"and sets it (or `scripts/stack.sh start test && eval $(scripts/stack.sh env test)`)", name)
 	}
 	return v
 }

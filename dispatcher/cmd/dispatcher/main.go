@@ -18,16 +18,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/config"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
 	"github.com/switchyard-ai/switchyard/migrations"
-	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/logging"
 	"github.com/switchyard-ai/switchyard/shared/postgres"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
@@ -105,20 +101,13 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog
 	if err != nil {
 		return err
 	}
-	queue := asynq.NewClient(asynqOpt)
-	defer queue.Close()
-	inspector := asynq.NewInspector(asynqOpt)
-	defer inspector.Close()
+	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: asynqOpt, Log: log, TaskRetention: cfg.TaskRetention})
+	a.Start(ctx)
+	// Shutdown order: stop accepting requests and let in-flight ones finish, then stop the
+	// background loops and close the clients.
+	defer a.Stop()
 
-	srv := &api.Server{
-		DB: pool, Redis: rdb, Inspector: inspector, Log: log,
-		Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: rdb},
-		Dispatch: &dispatch.Service{
-			DB: pool, Queue: queue, Events: &event.Publisher{Redis: rdb}, Log: log,
-			Retention: cfg.TaskRetention,
-		},
-	}
-	httpSrv := &http.Server{Addr: cfg.Addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Addr: cfg.Addr, Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.ListenAndServe() }()
 	log.Info("dispatcher listening", "addr", cfg.Addr)

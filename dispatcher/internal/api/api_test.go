@@ -12,18 +12,19 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"testing"
 
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
-	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -33,7 +34,9 @@ import (
 type bundle struct {
 	t         *testing.T
 	srv       *httptest.Server
+	app       *app.App
 	pool      *pgxpool.Pool
+	rdb       *redis.Client
 	inspector *asynq.Inspector
 	orgID     string
 	key       string
@@ -46,8 +49,6 @@ func setup(t *testing.T) *bundle {
 	redisURL, rdb := testkit.Redis(t)
 	opt, err := redisconn.Asynq(redisURL)
 	require.NoError(t, err)
-	client := asynq.NewClient(opt)
-	t.Cleanup(func() { client.Close() })
 	inspector := asynq.NewInspector(opt)
 	t.Cleanup(func() { inspector.Close() })
 
@@ -59,12 +60,36 @@ func setup(t *testing.T) *bundle {
 	_, err = bootstrap.LoadSkills(ctx, pool, orgID, filepath.Join("..", "..", "..", "skills"), "test")
 	require.NoError(t, err)
 
-	s := &api.Server{DB: pool, Redis: rdb, Inspector: inspector, Log: log, Validator: dispatch.NewValidator(),
-		Sessions: &session.Store{Redis: rdb},
-		Dispatch: &dispatch.Service{DB: pool, Queue: client, Events: &event.Publisher{Redis: rdb}, Log: log}}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return &bundle{t: t, srv: srv, pool: pool, inspector: inspector, orgID: orgID, key: key}
+	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: opt, Log: log,
+		ReconcileEvery: time.Hour, CallbackEvery: 20 * time.Millisecond})
+	a.Start(ctx)
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		a.Stop()
+	})
+	waitFor(t, a.Registry.Live, "registry cache to follow changes")
+	return &bundle{t: t, srv: srv, app: a, pool: pool, rdb: rdb, inspector: inspector, orgID: orgID, key: key}
+}
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// newKey creates another key of the bundle's organisation with the given roles.
+func (b *bundle) newKey(roles ...auth.Role) string {
+	b.t.Helper()
+	k, _, err := auth.Create(context.Background(), b.pool, b.orgID, "k-"+string(roles[0]), roles, "test")
+	require.NoError(b.t, err)
+	return k
 }
 
 func (b *bundle) do(key, method, path, body string) (int, map[string]any) {
@@ -111,8 +136,18 @@ func TestDispatchRecordsAndEnqueues(t *testing.T) {
 
 	code, spans := b.do(b.key, http.MethodGet, "/api/v1/dispatch/"+id+"/spans", "")
 	require.Equal(t, http.StatusOK, code)
-	require.Len(t, spans["spans"], 1)
-	require.Equal(t, "dispatch", spans["spans"].([]any)[0].(map[string]any)["type"])
+	tree := spans["tree"].([]any)
+	require.Len(t, tree, 1, "one tree")
+	root := tree[0].(map[string]any)
+	require.Equal(t, "dispatch", root["type"])
+	checks := map[string]string{}
+	for _, ch := range root["children"].([]any) {
+		sp := ch.(map[string]any)
+		require.Equal(t, "governance_check", sp["type"])
+		attrs := sp["attributes"].(map[string]any)
+		checks[attrs["check"].(string)] = attrs["outcome"].(string)
+	}
+	require.Equal(t, map[string]string{"residency": "pass", "risk": "pass"}, checks)
 
 	var seq int64
 	var typ string

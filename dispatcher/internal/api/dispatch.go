@@ -9,7 +9,6 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
-	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/span"
 )
 
@@ -18,7 +17,7 @@ func (s *Server) dispatch(c echo.Context) error {
 	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
 		return err
 	}
-	res, err := s.Dispatch.Dispatch(c.Request().Context(), principal(c), req)
+	res, err := s.Dispatch.Dispatch(c.Request().Context(), principal(c), req, dispatch.Options{})
 	if err != nil {
 		return err
 	}
@@ -29,11 +28,7 @@ func (s *Server) dispatch(c echo.Context) error {
 	return c.JSON(status, res)
 }
 
-func jobNotFound(id string) *apierr.Error {
-	return apierr.New(http.StatusNotFound, "JOB_NOT_FOUND", "No job with this id exists in your organisation.",
-		"Check the jobId returned by POST /api/v1/dispatch, and that you use a key of the same organisation.").
-		With("job_id", id)
-}
+func jobNotFound(id string) error { return dispatch.JobNotFound(id) }
 
 // runFor loads a run of the caller's organisation, or answers 404 exactly as for a
 // missing one.

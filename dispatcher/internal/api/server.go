@@ -52,10 +52,38 @@ func (s *Server) Handler() *echo.Echo {
 	v1 := e.Group("/api/v1", s.authenticate)
 	v1.GET("/session", s.getSession)
 	v1.DELETE("/session", s.deleteSession)
+
+	readers := require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove)
 	v1.POST("/dispatch", s.dispatch, require(auth.RoleDispatch))
-	v1.GET("/dispatch/:id", s.getRun, require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove))
-	v1.GET("/dispatch/:id/spans", s.getSpans, require(auth.RoleDispatch, auth.RoleViewer, auth.RoleApprove))
+	v1.POST("/dispatch/batch", s.dispatchBatch, require(auth.RoleDispatch))
+	v1.GET("/dispatch", s.listRuns, readers)
+	v1.GET("/dispatch/:id", s.getRun, readers)
+	v1.GET("/dispatch/:id/spans", s.getSpans, readers)
+	v1.GET("/dispatch/:id/events", s.runEvents, readers)
+	v1.POST("/dispatch/:id/cancel", s.cancel, require(auth.RoleDispatch))
+	v1.POST("/dispatch/:id/approve", s.approve, require(auth.RoleApprove))
+	v1.POST("/dispatch/:id/reject", s.reject, require(auth.RoleApprove))
+	v1.GET("/reviews", s.reviews, require(auth.RoleApprove))
+
+	anyRole := require(auth.AllRoles...)
+	v1.GET("/skills", s.listSkills, anyRole)
+	v1.GET("/skills/:job_type", s.getSkill, anyRole)
+	v1.GET("/skills/:job_type/history", s.skillHistory, anyRole)
+	v1.PUT("/skills/:job_type", s.putSkill, require(auth.RoleSkillsAdmin))
+	v1.POST("/skills/:job_type/enable", s.setSkillEnabled(true), require(auth.RoleSkillsAdmin))
+	v1.POST("/skills/:job_type/disable", s.setSkillEnabled(false), require(auth.RoleSkillsAdmin))
+
+	admin := v1.Group("/admin", require(auth.RoleAdmin))
+	admin.GET("/org", s.getOrg)
+	admin.PATCH("/org", s.patchOrg)
+	admin.GET("/keys", s.listKeys)
+	admin.POST("/keys", s.createKey)
+	admin.DELETE("/keys/:id", s.revokeKey)
+	admin.GET("/queues", s.listQueues)
+	admin.PUT("/queues/:name", s.putQueue)
+	admin.GET("/usage", s.usage)
 	s.registerLive(e, v1)
+	s.registerOpenAPI(e)
 	return e
 }
 
@@ -71,7 +99,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return unauthenticated("Missing 'Authorization: Bearer <api key>' header.")
 		}
-		p, err := auth.Authenticate(c.Request().Context(), s.DB, strings.TrimSpace(key))
+		p, err := s.Dispatch.Registry.Authenticate(c.Request().Context(), strings.TrimSpace(key))
 		if errors.Is(err, auth.ErrUnknownKey) {
 			return unauthenticated("The API key is unknown or revoked.")
 		}

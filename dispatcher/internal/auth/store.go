@@ -26,26 +26,39 @@ func Authenticate(ctx context.Context, db DB, key string) (Principal, error) {
 	if err != nil {
 		return Principal{}, ErrUnknownKey
 	}
-	var p Principal
-	var hash []byte
-	var roles []string
-	err = db.QueryRow(ctx, `SELECT id, org_id, name, secret_hash, roles FROM api_keys
-		WHERE prefix = $1 AND revoked_at IS NULL`, prefix).Scan(&p.KeyID, &p.OrgID, &p.KeyName, &hash, &roles)
-	if errors.Is(err, pgx.ErrNoRows) {
+	p, hash, err := Lookup(ctx, db, prefix)
+	if errors.Is(err, ErrUnknownKey) {
 		// Compare anyway so a missing prefix costs what a wrong secret costs.
 		Matches(key, make([]byte, 32))
 		return Principal{}, ErrUnknownKey
 	}
 	if err != nil {
-		return Principal{}, fmt.Errorf("looking up api key: %w", err)
+		return Principal{}, err
 	}
 	if !Matches(key, hash) {
 		return Principal{}, ErrUnknownKey
 	}
+	return p, nil
+}
+
+// Lookup returns the principal and stored hash of the unrevoked key with a prefix; the
+// caller compares the hash.
+func Lookup(ctx context.Context, db DB, prefix string) (Principal, []byte, error) {
+	var p Principal
+	var hash []byte
+	var roles []string
+	err := db.QueryRow(ctx, `SELECT id, org_id, name, secret_hash, roles FROM api_keys
+		WHERE prefix = $1 AND revoked_at IS NULL`, prefix).Scan(&p.KeyID, &p.OrgID, &p.KeyName, &hash, &roles)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Principal{}, nil, ErrUnknownKey
+	}
+	if err != nil {
+		return Principal{}, nil, fmt.Errorf("looking up api key: %w", err)
+	}
 	for _, r := range roles {
 		p.Roles = append(p.Roles, Role(r))
 	}
-	return p, nil
+	return p, hash, nil
 }
 
 // KeyInfo describes a stored key; the secret is never returned after creation.

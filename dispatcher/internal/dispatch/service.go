@@ -1,5 +1,7 @@
-// Package dispatch is the dispatcher's pipeline: validate, resolve the skill, record the
-// run, enqueue it on its named queue and answer — never executing anything itself.
+// Package dispatch is the dispatcher's pipeline: validate, rate-limit, resolve the skill,
+// govern, record the run, enqueue it on its named queue and answer — never executing
+// anything itself. A job is either recorded and on its queue (or held for review), or
+// refused with nothing written: never a 202 for work that will not run.
 package dispatch
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,9 +20,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/governance"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/queueinfo"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/ratelimit"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/registry"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/netguard"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
@@ -36,24 +44,66 @@ type Service struct {
 	DB        *pgxpool.Pool
 	Queue     Enqueuer
 	Events    *event.Publisher
+	Registry  *registry.Cache
+	Limiter   *ratelimit.Limiter
+	Governor  *governance.Governor
+	Queues    *queueinfo.Tracker
 	Log       *slog.Logger
 	Retention time.Duration
+	// Window is the rate-limit window of the organisation's per-minute limits; default 1m.
+	Window time.Duration
+	// Resolver, when set, replaces DNS when callback URLs are checked (tests).
+	Resolver netguard.Resolver
 }
 
-// Result is the 202 answer of an accepted job.
+// checkCallback refuses a callback URL that resolves to a private, loopback or metadata
+// address the organisation has not allowlisted.
+func (s *Service) checkCallback(ctx context.Context, org store.Org, raw string) error {
+	g, err := netguard.New(netguard.Config{Allow: org.CallbackAllowlist, Resolver: s.Resolver})
+	if err != nil {
+		return apierr.Internal(err)
+	}
+	err = g.CheckURL(ctx, raw)
+	if err == nil {
+		return nil
+	}
+	var blocked *netguard.BlockedError
+	if errors.As(err, &blocked) {
+		return apierr.New(http.StatusBadRequest, "CALLBACK_URL_FORBIDDEN",
+			"The callback URL points at an address callbacks may not reach ("+string(blocked.Reason)+").",
+			"Use a public URL, or ask an admin to add the host to the organisation's callbackAllowlist.").
+			With("field", "callback_url", "reason", string(blocked.Reason))
+	}
+	return apierr.New(http.StatusBadRequest, "CALLBACK_URL_FORBIDDEN", "The callback URL cannot be used: its host does not resolve.",
+		"Check the host name of callback_url.").With("field", "callback_url")
+}
+
+// Result is the answer for an accepted job.
 type Result struct {
-	JobID       string          `json:"jobId"`
-	TraceID     string          `json:"traceId"`
-	Status      run.Status      `json:"status"`
-	Queue       string          `json:"queue"`
-	WSChannel   string          `json:"wsChannel"`
-	HoldReasons json.RawMessage `json:"holdReasons,omitempty"`
+	JobID             string              `json:"jobId"`
+	TraceID           string              `json:"traceId"`
+	Status            run.Status          `json:"status"`
+	Queue             string              `json:"queue"`
+	WSChannel         string              `json:"wsChannel"`
+	Consumers         *int                `json:"consumers,omitempty"`
+	EstimatedPosition *int64              `json:"estimatedPosition,omitempty"`
+	HoldReasons       []governance.Reason `json:"holdReasons"`
+	AuditFlagged      bool                `json:"auditFlagged"`
 	// Duplicate is true when the idempotency key matched an earlier job, which is returned.
 	Duplicate bool `json:"duplicate,omitempty"`
 }
 
+// Options adjust one dispatch.
+type Options struct {
+	// BatchID links the run to a batch.
+	BatchID string
+	// SkipRateLimit is set when the caller has already charged the rate limit (batches).
+	SkipRateLimit bool
+}
+
 // Dispatch accepts one job for the principal's organisation.
-func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request) (Result, error) {
+func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, opts Options) (Result, error) {
+	started := time.Now().UTC()
 	if !IsObject(req.Payload) {
 		return Result{}, ValidationFailed([]FieldError{{Field: "payload", Rule: "type", Message: "must be an object"}})
 	}
@@ -62,70 +112,51 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request) (
 			return res, err
 		}
 	}
-	sk, err := skill.Get(ctx, s.DB, p.OrgID, req.JobType)
+	org, err := s.Registry.Org(ctx, p.OrgID)
+	if err != nil {
+		return Result{}, dbError(err)
+	}
+	if req.CallbackURL != "" {
+		if err := s.checkCallback(ctx, org, req.CallbackURL); err != nil {
+			return Result{}, err
+		}
+	}
+	if !opts.SkipRateLimit {
+		if err := s.RateLimit(ctx, org, req.UserID, 1); err != nil {
+			return Result{}, err
+		}
+	}
+	sk, err := s.Registry.Skill(ctx, p.OrgID, req.JobType)
 	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
 		return Result{}, skillNotFound(req.JobType, err == nil)
 	}
 	if err != nil {
 		return Result{}, dbError(err)
 	}
-	q, err := store.GetQueue(ctx, s.DB, sk.Queue)
+	q, err := s.Registry.Queue(ctx, sk.Queue)
 	if err != nil {
+		return Result{}, dbError(fmt.Errorf("queue %q of skill %q: %w", sk.Queue, sk.JobType, err))
+	}
+	verdict, err := s.Governor.Evaluate(ctx, org, sk, req.Payload)
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			s.Log.Warn("dispatch refused by governance", "org_id", p.OrgID, "job_type", req.JobType, "code", ae.Code)
+			return Result{}, ae
+		}
 		return Result{}, dbError(err)
 	}
 
-	runID := uuid.NewString()
-	traceID := uuid.NewString()
 	priority := run.Priority(req.Priority)
 	if priority == "" {
 		priority = run.PriorityNormal
 	}
-	timeout := time.Duration(q.Timeout) * time.Second
-	if sk.TimeoutSeconds != nil {
-		timeout = time.Duration(*sk.TimeoutSeconds) * time.Second
+	status := run.Queued
+	if verdict.Hold {
+		status = run.HeldForReview
 	}
-	snapshot, err := json.Marshal(sk)
-	if err != nil {
-		return Result{}, apierr.Internal(err)
-	}
-	var metadata json.RawMessage
-	if req.Metadata != nil {
-		metadata, _ = json.Marshal(req.Metadata)
-	}
-
-	// The dispatch span is the root of the run's tree and has the run's id, so every later
-	// span can name it as parent without looking it up.
-	dispatchSpan := span.Start(runID, p.OrgID, traceID, "", span.Dispatch, "dispatch "+req.JobType)
-	dispatchSpan.ID = runID
-	dispatchSpan.
-		Set("job_type", req.JobType).Set("skill_version", sk.Version).Set("queue", sk.Queue).
-		Set("priority", string(priority)).Set("caller", p.Actor())
-
-	var envs []event.Envelope
-	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		inserted, err := store.InsertRun(ctx, tx, store.NewRun{
-			ID: runID, OrgID: p.OrgID, TraceID: traceID, JobType: req.JobType, SkillID: sk.ID,
-			SkillVersion: sk.Version, SkillSnapshot: snapshot, ExecutionType: sk.ExecutionType,
-			Queue: sk.Queue, Priority: string(priority), Status: string(run.Queued), UserID: req.UserID,
-			Payload: req.Payload, Metadata: metadata, CallbackURL: req.CallbackURL,
-			IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD,
-		})
-		if err != nil {
-			return err
-		}
-		if !inserted {
-			return errDuplicate
-		}
-		if err := span.Save(ctx, tx, dispatchSpan.End(span.OK)); err != nil {
-			return err
-		}
-		env, err := event.Record(ctx, tx, runID, p.OrgID, event.JobQueued, map[string]any{
-			"job_type": req.JobType, "queue": sk.Queue, "priority": priority, "trace_id": traceID,
-		})
-		envs = append(envs, env)
-		return err
-	})
-	if errors.Is(err, errDuplicate) {
+	rec, err := s.record(ctx, p, req, sk, priority, status, verdict, opts, started)
+	if errors.Is(err, store.ErrDuplicate) {
 		// A concurrent request with the same idempotency key won the insert.
 		res, _, err := s.existing(ctx, p.OrgID, req.IdempotencyKey)
 		return res, err
@@ -133,34 +164,170 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request) (
 	if err != nil {
 		return Result{}, dbError(err)
 	}
-
-	task, err := queue.NewRunTask(queue.Enqueue{
-		RunID: runID, OrgID: p.OrgID, Queue: sk.Queue, Priority: priority,
-		Timeout: timeout, MaxRetry: *sk.MaxRetries, Retention: s.Retention,
-	})
-	if err == nil {
-		_, err = s.Queue.EnqueueContext(ctx, task)
-		if errors.Is(err, asynq.ErrTaskIDConflict) {
-			err = nil
+	res := Result{
+		JobID: rec.runID, TraceID: rec.traceID, Status: status, Queue: sk.Queue, WSChannel: wsChannel(rec.runID),
+		HoldReasons: verdict.Reasons, AuditFlagged: verdict.AuditFlagged,
+	}
+	if res.HoldReasons == nil {
+		res.HoldReasons = []governance.Reason{}
+	}
+	if status == run.Queued {
+		timeout := time.Duration(q.Timeout) * time.Second
+		if sk.TimeoutSeconds != nil {
+			timeout = time.Duration(*sk.TimeoutSeconds) * time.Second
+		}
+		if err := s.enqueue(ctx, p.OrgID, rec.runID, sk.Queue, priority, timeout, *sk.MaxRetries); err != nil {
+			// The client is told the job will not run, so it must not: take the run back.
+			if derr := store.DeleteRun(context.WithoutCancel(ctx), s.DB, p.OrgID, rec.runID); derr != nil {
+				s.Log.Error("removing run that could not be enqueued", "job_id", rec.runID, "error", derr)
+			}
+			return Result{}, queueUnavailable(err)
+		}
+		if s.Queues != nil {
+			n := s.Queues.Consumers(sk.Queue)
+			res.Consumers = &n
+			if pos, err := s.Queues.Position(ctx, sk.Queue, priority); err == nil {
+				res.EstimatedPosition = &pos
+			}
 		}
 	}
-	if err != nil {
-		// The client is told the job will not run, so it must not: take the run back.
-		if derr := store.DeleteRun(context.WithoutCancel(ctx), s.DB, p.OrgID, runID); derr != nil {
-			s.Log.Error("removing run that could not be enqueued", "job_id", runID, "error", derr)
-		}
-		return Result{}, queueUnavailable(err)
+	if err := s.Events.Publish(ctx, rec.events...); err != nil {
+		s.Log.Warn("publishing dispatch events", "job_id", rec.runID, "error", err)
 	}
-	if err := s.Events.Publish(ctx, envs...); err != nil {
-		s.Log.Warn("publishing dispatch events", "job_id", runID, "error", err)
-	}
-	return Result{
-		JobID: runID, TraceID: traceID, Status: run.Queued, Queue: sk.Queue,
-		WSChannel: wsChannel(runID),
-	}, nil
+	return res, nil
 }
 
-var errDuplicate = errors.New("duplicate idempotency key")
+// RateLimit charges n dispatches to the organisation's and the user's windows.
+func (s *Service) RateLimit(ctx context.Context, org store.Org, userID string, n int) error {
+	window := s.Window
+	if window == 0 {
+		window = time.Minute
+	}
+	d, err := s.Limiter.Allow(ctx, ratelimit.Request{OrgID: org.ID, UserID: userID, OrgLimit: org.OrgRPM,
+		UserLimit: org.UserRPM, Window: window, Cost: n})
+	if errors.Is(err, ratelimit.ErrCostExceedsLimit) {
+		return apierr.New(http.StatusTooManyRequests, "RATE_LIMITED",
+			fmt.Sprintf("This request counts as %d dispatches, more than the limit allows in one window.", n),
+			"Split the batch into smaller ones.").With("cost", n, "org_limit", org.OrgRPM, "user_limit", org.UserRPM)
+	}
+	if err != nil {
+		return queueUnavailable(err)
+	}
+	if d.Allowed {
+		return nil
+	}
+	retry := max(int((d.RetryAfter+time.Second-1)/time.Second), 1)
+	return apierr.New(http.StatusTooManyRequests, "RATE_LIMITED",
+		fmt.Sprintf("The %s dispatch rate limit of %d per %s is reached.", d.Scope, d.Limit, d.Window),
+		"Retry after the number of seconds in the Retry-After header.",
+		"An admin can raise the organisation's orgRpm and userRpm.").
+		With("limit_scope", string(d.Scope), "limit", d.Limit, "count", d.Count, "window", d.Window.String(),
+			"reset_at", d.ResetAt.UTC(), "retry_after_seconds", retry).
+		SetHeader("Retry-After", strconv.Itoa(retry))
+}
+
+type recorded struct {
+	runID, traceID string
+	events         []event.Envelope
+}
+
+// record writes the run, its dispatch and governance spans and its first event in one
+// transaction and one round trip.
+func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk skill.Skill, priority run.Priority,
+	status run.Status, verdict governance.Result, opts Options, started time.Time) (recorded, error) {
+	rec := recorded{runID: uuid.NewString(), traceID: uuid.NewString()}
+	snapshot, err := json.Marshal(sk)
+	if err != nil {
+		return rec, err
+	}
+	var metadata json.RawMessage
+	if req.Metadata != nil {
+		metadata, _ = json.Marshal(req.Metadata)
+	}
+	var reasons json.RawMessage
+	if len(verdict.Reasons) > 0 {
+		reasons, _ = json.Marshal(verdict.Reasons)
+	}
+	// The dispatch span is the root of the run's tree and has the run's id, so every later
+	// span can name it as parent without looking it up.
+	root := span.Start(rec.runID, p.OrgID, rec.traceID, "", span.Dispatch, "dispatch "+req.JobType)
+	root.ID = rec.runID
+	root.StartedAt = started
+	root.Set("job_type", req.JobType).Set("skill_version", sk.Version).Set("queue", sk.Queue).
+		Set("priority", string(priority)).Set("caller", p.Actor())
+	if opts.BatchID != "" {
+		root.Set("batch_id", opts.BatchID)
+	}
+
+	var inserted bool
+	b := &pgx.Batch{}
+	store.QueueInsertRun(b, store.NewRun{
+		ID: rec.runID, OrgID: p.OrgID, TraceID: rec.traceID, JobType: req.JobType, SkillID: sk.ID,
+		SkillVersion: sk.Version, SkillSnapshot: snapshot, ExecutionType: sk.ExecutionType,
+		Queue: sk.Queue, Priority: string(priority), Status: string(status), UserID: req.UserID,
+		Payload: req.Payload, Metadata: metadata, CallbackURL: req.CallbackURL,
+		IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD, HoldReasons: reasons,
+		AuditFlagged: verdict.AuditFlagged, BatchID: opts.BatchID,
+	}, &inserted)
+	if err := span.QueueSave(b, root.End(span.OK)); err != nil {
+		return rec, err
+	}
+	for _, c := range verdict.Checks {
+		gs := span.Start(rec.runID, p.OrgID, rec.traceID, rec.runID, span.GovernanceCheck, "governance "+c.Name)
+		gs.StartedAt = root.StartedAt
+		for k, v := range c.Attrs {
+			gs.Set(k, v)
+		}
+		gs.Set("check", c.Name).Set("outcome", c.Outcome)
+		st := span.OK
+		if c.Outcome == "hold" {
+			st = span.Error
+		}
+		if err := span.QueueSave(b, gs.End(st)); err != nil {
+			return rec, err
+		}
+	}
+	typ, data := event.JobQueued, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
+		"priority": priority, "trace_id": rec.traceID, "audit_flagged": verdict.AuditFlagged}
+	if status == run.HeldForReview {
+		typ, data = event.JobHeld, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
+			"priority": priority, "trace_id": rec.traceID, "reasons": verdict.Reasons}
+	}
+	env, err := event.QueueRecord(b, rec.runID, p.OrgID, typ, data)
+	if err != nil {
+		return rec, err
+	}
+	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+		err := tx.SendBatch(ctx, b).Close()
+		if !inserted && req.IdempotencyKey != "" {
+			return store.ErrDuplicate
+		}
+		return err
+	})
+	if err != nil {
+		return rec, err
+	}
+	rec.events = []event.Envelope{*env}
+	return rec, nil
+}
+
+// enqueue puts a run's task on its queue. The task id is the run id, so a second enqueue
+// of the same run (a retried approval, the reconciler) never creates a second task.
+func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, priority run.Priority,
+	timeout time.Duration, maxRetry int) error {
+	task, err := queue.NewRunTask(queue.Enqueue{
+		RunID: runID, OrgID: orgID, Queue: queueName, Priority: priority,
+		Timeout: timeout, MaxRetry: maxRetry, Retention: s.Retention,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.Queue.EnqueueContext(ctx, task)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return err
+}
 
 // existing returns the run an idempotency key already created, if any.
 func (s *Service) existing(ctx context.Context, orgID, key string) (Result, bool, error) {
@@ -175,9 +342,14 @@ func (s *Service) existing(ctx context.Context, orgID, key string) (Result, bool
 	if err != nil {
 		return Result{}, false, dbError(err)
 	}
+	var reasons []governance.Reason
+	_ = json.Unmarshal(r.HoldReasons, &reasons)
+	if reasons == nil {
+		reasons = []governance.Reason{}
+	}
 	return Result{
 		JobID: r.JobID, TraceID: r.TraceID, Status: run.Status(r.Status), Queue: r.Queue,
-		WSChannel: wsChannel(r.JobID), HoldReasons: r.HoldReasons, Duplicate: true,
+		WSChannel: wsChannel(r.JobID), HoldReasons: reasons, AuditFlagged: r.AuditFlagged, Duplicate: true,
 	}, true, nil
 }
 

@@ -17,6 +17,8 @@ type Queue struct {
 	Timeout     int       `json:"timeoutSeconds"`
 	Description string    `json:"description"`
 	UpdatedAt   time.Time `json:"updatedAt"`
+	// Consumers is how many executor servers consume the queue (admin listing only).
+	Consumers *int `json:"consumers,omitempty"`
 }
 
 // GetQueue returns a registered queue.
@@ -31,4 +33,38 @@ func GetQueue(ctx context.Context, db DB, name string) (Queue, error) {
 		return Queue{}, fmt.Errorf("reading queue %q: %w", name, err)
 	}
 	return q, nil
+}
+
+// ListQueues returns every registered queue.
+func ListQueues(ctx context.Context, db DB) ([]Queue, error) {
+	rows, err := db.Query(ctx, `SELECT name, class, concurrency, timeout_seconds, description, updated_at
+		FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("listing queues: %w", err)
+	}
+	defer rows.Close()
+	var qs []Queue
+	for rows.Next() {
+		var q Queue
+		if err := rows.Scan(&q.Name, &q.Class, &q.Concurrency, &q.Timeout, &q.Description, &q.UpdatedAt); err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, rows.Err()
+}
+
+// PutQueue creates or updates a queue; executors follow the change.
+func PutQueue(ctx context.Context, db DB, q Queue) (Queue, bool, error) {
+	var created bool
+	err := db.QueryRow(ctx, `INSERT INTO queues (name, class, concurrency, timeout_seconds, description)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (name) DO UPDATE SET class = EXCLUDED.class, concurrency = EXCLUDED.concurrency,
+			timeout_seconds = EXCLUDED.timeout_seconds, description = EXCLUDED.description, updated_at = now()
+		RETURNING updated_at, (xmax = 0)`, q.Name, q.Class, q.Concurrency, q.Timeout, q.Description).
+		Scan(&q.UpdatedAt, &created)
+	if err != nil {
+		return q, false, fmt.Errorf("saving queue %q: %w", q.Name, err)
+	}
+	return q, created, nil
 }

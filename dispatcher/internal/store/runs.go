@@ -46,14 +46,24 @@ type NewRun struct {
 	AuditFlagged   bool
 	CostCeilingUSD *float64
 	Deadline       *time.Time
+	BatchID        string
 }
 
-// InsertRun writes a new run. It returns inserted=false, writing nothing, when the
-// organisation already has a run with the same idempotency key.
-func InsertRun(ctx context.Context, db DB, r NewRun) (inserted bool, err error) {
-	var idem any
+const insertRunSQL = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_id, skill_version,
+		skill_snapshot, execution_type, queue, priority, status, user_id, payload, metadata, callback_url,
+		idempotency_key, hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id, queued_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+		CASE WHEN $11 = 'queued' THEN now() END)
+	ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+	RETURNING id`
+
+func insertRunArgs(r NewRun) []any {
+	var idem, batch any
 	if r.IdempotencyKey != "" {
 		idem = r.IdempotencyKey
+	}
+	if r.BatchID != "" {
+		batch = r.BatchID
 	}
 	if r.HoldReasons == nil {
 		r.HoldReasons = json.RawMessage("[]")
@@ -61,20 +71,43 @@ func InsertRun(ctx context.Context, db DB, r NewRun) (inserted bool, err error) 
 	if r.Metadata == nil {
 		r.Metadata = json.RawMessage("{}")
 	}
-	tag, err := db.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_id, skill_version,
-			skill_snapshot, execution_type, queue, priority, status, user_id, payload, metadata, callback_url,
-			idempotency_key, hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at,
-			queued_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-			CASE WHEN $11 = 'queued' THEN now() END)
-		ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-		r.ID, r.OrgID, r.TraceID, r.JobType, r.SkillID, r.SkillVersion, r.SkillSnapshot, r.ExecutionType,
+	return []any{r.ID, r.OrgID, r.TraceID, r.JobType, r.SkillID, r.SkillVersion, r.SkillSnapshot, r.ExecutionType,
 		r.Queue, r.Priority, r.Status, r.UserID, r.Payload, r.Metadata, r.CallbackURL, idem,
-		r.HoldReasons, r.AuditFlagged, r.CostCeilingUSD, r.Deadline)
+		r.HoldReasons, r.AuditFlagged, r.CostCeilingUSD, r.Deadline, batch}
+}
+
+// QueueInsertRun adds the insert of a new run to a batch. *inserted is set when the batch
+// runs: false means the organisation already has a run with the same idempotency key and
+// nothing was written (statements queued after it then fail, and the transaction must be
+// rolled back).
+func QueueInsertRun(b *pgx.Batch, r NewRun, inserted *bool) {
+	b.Queue(insertRunSQL, insertRunArgs(r)...).QueryRow(func(row pgx.Row) error {
+		var id string
+		err := row.Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			*inserted = false
+			return ErrDuplicate
+		}
+		*inserted = err == nil
+		return err
+	})
+}
+
+// ErrDuplicate is returned when an idempotency key is taken.
+var ErrDuplicate = errors.New("idempotency key already used")
+
+// InsertRun writes a new run. It returns inserted=false, writing nothing, when the
+// organisation already has a run with the same idempotency key.
+func InsertRun(ctx context.Context, db DB, r NewRun) (inserted bool, err error) {
+	var id string
+	err = db.QueryRow(ctx, insertRunSQL, insertRunArgs(r)...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("inserting run: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return true, nil
 }
 
 // DeleteRun removes a run that never reached its queue.
@@ -184,4 +217,104 @@ func GetRun(ctx context.Context, db DB, orgID, id string) (Run, error) {
 		return Run{}, fmt.Errorf("reading run %s: %w", id, err)
 	}
 	return r, nil
+}
+
+// ListFilter selects runs.
+type ListFilter struct {
+	Statuses []string
+	JobType  string
+	Queue    string
+	Since    *time.Time
+	Until    *time.Time
+	Limit    int
+	// After is the keyset cursor: runs created before (CreatedAt, ID).
+	AfterCreated *time.Time
+	AfterID      string
+}
+
+// ListRuns returns an organisation's runs, newest first.
+func ListRuns(ctx context.Context, db DB, orgID string, f ListFilter) ([]Run, error) {
+	rows, err := db.Query(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE org_id = $1
+		  AND (COALESCE(cardinality($2::text[]), 0) = 0 OR status = ANY($2))
+		  AND ($3 = '' OR job_type = $3)
+		  AND ($4 = '' OR queue = $4)
+		  AND ($5::timestamptz IS NULL OR created_at >= $5)
+		  AND ($6::timestamptz IS NULL OR created_at < $6)
+		  AND ($7::timestamptz IS NULL OR (created_at, id) < ($7, $8::uuid))
+		ORDER BY created_at DESC, id DESC LIMIT $9`,
+		orgID, f.Statuses, f.JobType, f.Queue, f.Since, f.Until, f.AfterCreated, nullUUID(f.AfterID), f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Run, error) { return scanRun(r) })
+}
+
+func nullUUID(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// RequestCancel marks a running run for cancellation; the executor stops at its next step.
+// It reports false when the run was not running.
+func RequestCancel(ctx context.Context, db DB, orgID, id string) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
+		WHERE id = $1 AND org_id = $2 AND status = 'running'`, id, orgID)
+	if err != nil {
+		return false, fmt.Errorf("requesting cancellation: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// InsertReview records a reviewer's decision.
+func InsertReview(ctx context.Context, db DB, runID, orgID, decision, reviewer, reason string) error {
+	_, err := db.Exec(ctx, `INSERT INTO reviews (run_id, org_id, decision, reviewer, reason) VALUES ($1, $2, $3, $4, $5)`,
+		runID, orgID, decision, reviewer, reason)
+	if err != nil {
+		return fmt.Errorf("recording review: %w", err)
+	}
+	return nil
+}
+
+// EnqueueInfo is what re-enqueueing a run needs.
+type EnqueueInfo struct {
+	ID, OrgID, Queue, Priority string
+	TimeoutSeconds             int
+	MaxRetries                 int
+}
+
+// GetEnqueueInfo reads a run's queue settings from its skill snapshot and its queue.
+func GetEnqueueInfo(ctx context.Context, db DB, id string) (EnqueueInfo, error) {
+	var e EnqueueInfo
+	err := db.QueryRow(ctx, `SELECT r.id, r.org_id, r.queue, r.priority,
+			COALESCE((r.skill_snapshot->>'timeout_seconds')::int, q.timeout_seconds),
+			COALESCE((r.skill_snapshot->>'max_retries')::int, 3)
+		FROM runs r JOIN queues q ON q.name = r.queue WHERE r.id = $1`, id).
+		Scan(&e.ID, &e.OrgID, &e.Queue, &e.Priority, &e.TimeoutSeconds, &e.MaxRetries)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, ErrNotFound
+	}
+	return e, err
+}
+
+// SkillSnapshot decodes the skill binding a run was dispatched with.
+func SkillSnapshot(ctx context.Context, db DB, runID string, dst any) error {
+	var raw []byte
+	if err := db.QueryRow(ctx, `SELECT skill_snapshot FROM runs WHERE id = $1`, runID).Scan(&raw); err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// LastEventData returns the data of a run's latest event of a type.
+func LastEventData(ctx context.Context, db DB, runID, typ string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := db.QueryRow(ctx, `SELECT data FROM run_events WHERE run_id = $1 AND type = $2 ORDER BY seq DESC LIMIT 1`,
+		runID, typ).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return raw, err
 }

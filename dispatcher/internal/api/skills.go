@@ -1,0 +1,147 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/skill"
+)
+
+func skillNotFound(jobType string) *apierr.Error {
+	return apierr.New(http.StatusNotFound, "SKILL_NOT_FOUND", fmt.Sprintf("No skill is bound to job type %q in your organisation.", jobType),
+		"List the bindings with GET /api/v1/skills.").With("job_type", jobType)
+}
+
+func (s *Server) listSkills(c echo.Context) error {
+	skills, err := skill.List(c.Request().Context(), s.DB, principal(c).OrgID)
+	if err != nil {
+		return dispatchDBError(err)
+	}
+	q := strings.ToLower(c.QueryParam("q"))
+	out := make([]skill.Skill, 0, len(skills))
+	for _, sk := range skills {
+		if q == "" || strings.Contains(strings.ToLower(sk.JobType+" "+sk.Description), q) {
+			out = append(out, sk)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": out})
+}
+
+func (s *Server) getSkill(c echo.Context) error {
+	sk, err := skill.Get(c.Request().Context(), s.DB, principal(c).OrgID, c.Param("job_type"))
+	if errors.Is(err, skill.ErrNotFound) {
+		return skillNotFound(c.Param("job_type"))
+	}
+	if err != nil {
+		return dispatchDBError(err)
+	}
+	return c.JSON(http.StatusOK, sk)
+}
+
+
+func (s *Server) putSkill(c echo.Context) error {
+	jobType := c.Param("job_type")
+	body := skill.Skill{Enabled: true}
+	if err := dispatch.Decode(c.Request().Body, s.Validator, &body); err != nil {
+		return err
+	}
+	if body.JobType != jobType {
+		return dispatch.ValidationFailed([]dispatch.FieldError{{Field: "job_type", Rule: "eqpath",
+			Message: "must equal the job type in the path (" + jobType + ")"}})
+	}
+	body.ID, body.OrgID, body.Version, body.UpdatedBy = "", "", 0, ""
+	if err := s.checkSkillRefs(c, body); err != nil {
+		return err
+	}
+	return s.saveSkill(c, body)
+}
+
+// checkSkillRefs validates what the struct tags cannot: the queue and the tools must exist.
+func (s *Server) checkSkillRefs(c echo.Context, sk skill.Skill) error {
+	ctx := c.Request().Context()
+	var fields []dispatch.FieldError
+	q := sk.Queue
+	if q == "" {
+		q = "default"
+	}
+	if _, err := store.GetQueue(ctx, s.DB, q); errors.Is(err, store.ErrNotFound) {
+		fields = append(fields, dispatch.FieldError{Field: "queue", Rule: "registered",
+			Message: "is not a registered queue (GET /api/v1/admin/queues)"})
+	} else if err != nil {
+		return dispatchDBError(err)
+	}
+	if len(sk.Tools) > 0 {
+		known, err := store.ToolNames(ctx, s.DB, principal(c).OrgID)
+		if err != nil {
+			return dispatchDBError(err)
+		}
+		for i, t := range sk.Tools {
+			if !known[t] {
+				fields = append(fields, dispatch.FieldError{Field: fmt.Sprintf("tools[%d]", i), Rule: "registered",
+					Message: fmt.Sprintf("%q is not a tool your organisation may use", t)})
+			}
+		}
+	}
+	if len(fields) > 0 {
+		return dispatch.ValidationFailed(fields)
+	}
+	return nil
+}
+
+func (s *Server) saveSkill(c echo.Context, sk skill.Skill) error {
+	ctx := c.Request().Context()
+	p := principal(c)
+	var saved skill.Skill
+	var action skill.Action
+	err := pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+		var err error
+		saved, action, err = skill.Put(ctx, tx, p.OrgID, sk, p.Actor())
+		return err
+	})
+	if err != nil {
+		return dispatchDBError(err)
+	}
+	status := http.StatusOK
+	if action == skill.Created {
+		status = http.StatusCreated
+	}
+	c.Response().Header().Set("X-Skill-Action", string(action))
+	return c.JSON(status, saved)
+}
+
+func (s *Server) setSkillEnabled(enabled bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		sk, err := skill.Get(c.Request().Context(), s.DB, principal(c).OrgID, c.Param("job_type"))
+		if errors.Is(err, skill.ErrNotFound) {
+			return skillNotFound(c.Param("job_type"))
+		}
+		if err != nil {
+			return dispatchDBError(err)
+		}
+		sk.Enabled = enabled
+		return s.saveSkill(c, sk)
+	}
+}
+
+func (s *Server) skillHistory(c echo.Context) error {
+	ctx := c.Request().Context()
+	p := principal(c)
+	if _, err := skill.Get(ctx, s.DB, p.OrgID, c.Param("job_type")); errors.Is(err, skill.ErrNotFound) {
+		return skillNotFound(c.Param("job_type"))
+	} else if err != nil {
+		return dispatchDBError(err)
+	}
+	h, err := skill.History(ctx, s.DB, p.OrgID, c.Param("job_type"))
+	if err != nil {
+		return dispatchDBError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": h})
+}

@@ -1,0 +1,101 @@
+// Package app wires the dispatcher: the HTTP server and the background components that
+// serve it — the registry cache, the queue consumer tracker, the reconciler and the
+// callback sender — with one documented start and stop order. main and the tests build
+// the dispatcher through it, so they run the same thing.
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/callback"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/governance"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/queueinfo"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/ratelimit"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/reconcile"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/registry"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/netguard"
+)
+
+// Options configure the dispatcher.
+type Options struct {
+	DB    *pgxpool.Pool
+	Redis redis.UniversalClient
+	Asynq asynq.RedisConnOpt
+	Log   *slog.Logger
+	// TaskRetention keeps finished tasks visible in Redis; default 0 (deleted on completion).
+	TaskRetention time.Duration
+	// ReconcileEvery, ReconcileGrace and CallbackEvery tune the background loops (defaults
+	// 5s, 10s and 500ms).
+	ReconcileEvery, ReconcileGrace, CallbackEvery time.Duration
+	// Resolver, when set, replaces DNS for callback checks (tests).
+	Resolver netguard.Resolver
+}
+
+// App is a running dispatcher's components.
+type App struct {
+	Server     *api.Server
+	Registry   *registry.Cache
+	Queues     *queueinfo.Tracker
+	Reconciler *reconcile.Reconciler
+	Callbacks  *callback.Sender
+
+	client    *asynq.Client
+	inspector *asynq.Inspector
+}
+
+// New builds the dispatcher; call Start.
+func New(o Options) *App {
+	client := asynq.NewClient(o.Asynq)
+	inspector := asynq.NewInspector(o.Asynq)
+	reg := registry.New(o.DB, o.Log)
+	tracker := &queueinfo.Tracker{Inspector: inspector, Redis: o.Redis, Log: o.Log}
+	svc := &dispatch.Service{
+		DB: o.DB, Queue: client, Events: &event.Publisher{Redis: o.Redis}, Log: o.Log,
+		Registry: reg, Limiter: ratelimit.New(o.Redis), Queues: tracker,
+		Governor:  &governance.Governor{Quota: &governance.StoreQuota{DB: o.DB}},
+		Retention: o.TaskRetention, Resolver: o.Resolver,
+	}
+	return &App{
+		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
+			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
+		Registry: reg,
+		Queues:   tracker,
+		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Log: o.Log,
+			Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
+		Callbacks: &callback.Sender{DB: o.DB, Log: o.Log, Every: o.CallbackEvery, Resolver: o.Resolver},
+		client:    client, inspector: inspector,
+	}
+}
+
+// Handler is the HTTP handler.
+func (a *App) Handler() *echo.Echo { return a.Server.Handler() }
+
+// Start starts the background components: the registry cache first (so the first requests
+// are served from a followed cache), then the tracker, the reconciler and callbacks.
+func (a *App) Start(ctx context.Context) {
+	a.Registry.Start(ctx)
+	a.Queues.Start(ctx)
+	a.Reconciler.Start(ctx)
+	a.Callbacks.Start(ctx)
+}
+
+// Stop stops in reverse order and closes the Redis clients. Stop the HTTP server first.
+func (a *App) Stop() {
+	a.Callbacks.Stop()
+	a.Reconciler.Stop()
+	a.Queues.Stop()
+	a.Registry.Stop()
+	_ = a.client.Close()
+	_ = a.inspector.Close()
+}

@@ -1,0 +1,231 @@
+// Package callback delivers a finished run's result to its callback_url: a POST signed
+// with HMAC-SHA256 over "<timestamp>.<body>" with the organisation's secret, retried with
+// exponential backoff, and refused for private, loopback and metadata addresses unless the
+// organisation allowlists them (shared/netguard, checked after DNS and on every redirect).
+// Delivery state lives on the run row, so any dispatcher replica may deliver and a restart
+// loses nothing; rows are claimed with SKIP LOCKED.
+package callback
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/netguard"
+)
+
+// Headers of a callback request.
+const (
+	HeaderTimestamp = "X-Switchyard-Timestamp"
+	HeaderSignature = "X-Switchyard-Signature"
+	HeaderJobID     = "X-Switchyard-Job-ID"
+)
+
+// MaxAttempts is how many times a callback is tried before it is given up.
+const MaxAttempts = 8
+
+// Sign returns the signature header value for a body sent at ts: "v1=<hex>".
+func Sign(secret string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "%d.", ts)
+	m.Write(body)
+	return "v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify checks a signature in constant time and that ts is within tolerance of now.
+func Verify(secret string, ts int64, body []byte, signature string, tolerance time.Duration, now time.Time) bool {
+	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
+		return false
+	}
+	return hmac.Equal([]byte(Sign(secret, ts, body)), []byte(signature))
+}
+
+// Sender delivers callbacks.
+type Sender struct {
+	DB  *pgxpool.Pool
+	Log *slog.Logger
+	// Every is the polling interval; default 500ms. Timeout bounds one POST; default 10s.
+	Every, Timeout time.Duration
+	// Resolver, when set, replaces DNS for the SSRF guard (tests).
+	Resolver netguard.Resolver
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start delivers until Stop.
+func (s *Sender) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	every := s.Every
+	if every == 0 {
+		every = 500 * time.Millisecond
+	}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.Once(ctx); err != nil && ctx.Err() == nil {
+					s.Log.Warn("delivering callbacks", "error", err)
+				}
+			}
+		}
+	}()
+}
+
+// Stop ends delivery.
+func (s *Sender) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+}
+
+type due struct {
+	ID, OrgID, URL, Secret string
+	Allow                  []string
+	Attempts               int
+}
+
+// Once delivers the callbacks that are due and returns how many it tried.
+func (s *Sender) Once(ctx context.Context) (int, error) {
+	// Claim with a lease: a crashed sender's claims come due again after it.
+	rows, err := s.DB.Query(ctx, `UPDATE runs r SET callback_next_at = now() + interval '60 seconds'
+		FROM orgs o
+		WHERE r.id IN (SELECT id FROM runs
+			WHERE callback_url <> '' AND finished_at IS NOT NULL AND callback_done_at IS NULL
+			  AND (callback_next_at IS NULL OR callback_next_at <= now())
+			ORDER BY callback_next_at NULLS FIRST, finished_at LIMIT 20 FOR UPDATE SKIP LOCKED)
+		  AND o.id = r.org_id
+		RETURNING r.id, r.org_id, r.callback_url, o.callback_secret, o.callback_allowlist, r.callback_attempts`)
+	if err != nil {
+		return 0, fmt.Errorf("claiming callbacks: %w", err)
+	}
+	dues, err := pgx.CollectRows(rows, pgx.RowToStructByPos[due])
+	if err != nil {
+		return 0, fmt.Errorf("claiming callbacks: %w", err)
+	}
+	var wg sync.WaitGroup
+	for _, d := range dues {
+		wg.Go(func() { s.deliver(ctx, d) })
+	}
+	wg.Wait()
+	return len(dues), nil
+}
+
+func (s *Sender) deliver(ctx context.Context, d due) {
+	log := s.Log.With("job_id", d.ID, "org_id", d.OrgID)
+	r, err := store.GetRun(ctx, s.DB, d.OrgID, d.ID)
+	if err != nil {
+		log.Warn("reading run for callback", "error", err)
+		return
+	}
+	r.Payload = nil
+	body, err := json.Marshal(r)
+	if err != nil {
+		log.Error("encoding callback", "error", err)
+		return
+	}
+	guard, err := netguard.New(netguard.Config{Allow: d.Allow, Resolver: s.Resolver, Timeout: s.timeout()})
+	if err != nil {
+		s.finish(ctx, log, d, 0, "refused", fmt.Sprintf("invalid callback allowlist: %v", err))
+		return
+	}
+	ts := time.Now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		s.finish(ctx, log, d, 0, "refused", "invalid callback url")
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "switchyard-callback/1")
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(d.Secret, ts, body))
+	req.Header.Set(HeaderJobID, d.ID)
+	req.Header.Set("Idempotency-Key", d.ID)
+	resp, err := guard.Client().Do(req)
+	if err != nil {
+		var blocked *netguard.BlockedError
+		if errors.As(err, &blocked) {
+			s.finish(ctx, log, d, 0, "refused", blocked.Error())
+			return
+		}
+		s.retry(ctx, log, d, 0, err.Error())
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		s.finish(ctx, log, d, resp.StatusCode, "delivered", "")
+		return
+	}
+	s.retry(ctx, log, d, resp.StatusCode, "status "+strconv.Itoa(resp.StatusCode))
+}
+
+func (s *Sender) timeout() time.Duration {
+	if s.Timeout == 0 {
+		return 10 * time.Second
+	}
+	return s.Timeout
+}
+
+func (s *Sender) retry(ctx context.Context, log *slog.Logger, d due, code int, msg string) {
+	attempt := d.Attempts + 1
+	if attempt >= MaxAttempts {
+		s.finish(ctx, log, d, code, "failed", msg)
+		return
+	}
+	delay := time.Second << min(attempt, 10)
+	s.record(ctx, d, attempt, code, msg)
+	if _, err := s.DB.Exec(ctx, `UPDATE runs SET callback_attempts = $2, callback_next_at = now() + $3::interval
+		WHERE id = $1`, d.ID, attempt, delay.String()); err != nil {
+		log.Warn("scheduling callback retry", "error", err)
+	}
+	log.Warn("callback failed; will retry", "attempt", attempt, "status_code", code, "retry_in", delay.String())
+}
+
+func (s *Sender) finish(ctx context.Context, log *slog.Logger, d due, code int, status, msg string) {
+	attempt := d.Attempts + 1
+	s.record(ctx, d, attempt, code, msg)
+	if _, err := s.DB.Exec(ctx, `UPDATE runs SET callback_attempts = $2, callback_done_at = now(), callback_status = $3
+		WHERE id = $1`, d.ID, attempt, status); err != nil {
+		log.Warn("recording callback outcome", "error", err)
+	}
+	if status == "delivered" {
+		log.Info("callback delivered", "attempt", attempt)
+	} else {
+		log.Warn("callback given up", "status", status, "reason", msg, "attempt", attempt)
+	}
+}
+
+func (s *Sender) record(ctx context.Context, d due, attempt, code int, msg string) {
+	var sc, em any
+	if code != 0 {
+		sc = code
+	}
+	if msg != "" {
+		em = msg
+	}
+	_, _ = s.DB.Exec(ctx, `INSERT INTO callback_deliveries (run_id, url, attempt, status_code, error) VALUES ($1, $2, $3, $4, $5)`,
+		d.ID, d.URL, attempt, sc, em)
+}

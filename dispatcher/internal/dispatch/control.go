@@ -1,0 +1,185 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/span"
+)
+
+// Canceller removes queued tasks and wakes executors; *asynq.Inspector satisfies it.
+type Canceller interface {
+	DeleteTask(queue, id string) error
+	CancelProcessing(id string) error
+}
+
+// ControlResult is the answer of approve, reject and cancel.
+type ControlResult struct {
+	JobID  string     `json:"jobId"`
+	Status run.Status `json:"status"`
+	// CancelRequested is true when a running job was asked to stop at its next step.
+	CancelRequested bool `json:"cancelRequested,omitempty"`
+}
+
+// JobNotFound is the 404 of a job that does not exist in the caller's organisation.
+func JobNotFound(id string) *apierr.Error {
+	return apierr.New(http.StatusNotFound, "JOB_NOT_FOUND", "No job with this id exists in your organisation.",
+		"Check the jobId returned by POST /api/v1/dispatch, and that you use a key of the same organisation.").
+		With("job_id", id)
+}
+
+func conflict(code, msg string, r store.Run) *apierr.Error {
+	return apierr.New(http.StatusConflict, code, msg,
+		"GET /api/v1/dispatch/{id} shows the job's current status.").With("job_id", r.JobID, "status", r.Status)
+}
+
+// Approve lets a held job run, or resumes a job paused for review. The reviewer and reason
+// are recorded as a review and a governance_review span.
+func (s *Service) Approve(ctx context.Context, p auth.Principal, id, reason string) (ControlResult, error) {
+	return s.review(ctx, p, id, "approve", reason)
+}
+
+// Reject ends a held or paused job as rejected.
+func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason string) (ControlResult, error) {
+	return s.review(ctx, p, id, "reject", reason)
+}
+
+func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, reason string) (ControlResult, error) {
+	r, err := store.GetRun(ctx, s.DB, p.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ControlResult{}, JobNotFound(id)
+	}
+	if err != nil {
+		return ControlResult{}, dbError(err)
+	}
+	from := run.Status(r.Status)
+	if from != run.HeldForReview && from != run.PendingReview {
+		return ControlResult{}, conflict("JOB_NOT_REVIEWABLE", "Only held or paused jobs can be approved or rejected.", r)
+	}
+	to, typ := run.Queued, event.JobApproved
+	if decision == "reject" {
+		to, typ = run.Rejected, event.JobRejected
+	}
+	var envs []event.Envelope
+	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+		if _, err := run.Transition(ctx, tx, id, to, run.Change{}); err != nil {
+			return err
+		}
+		if err := store.InsertReview(ctx, tx, id, p.OrgID, decision, p.Actor(), reason); err != nil {
+			return err
+		}
+		sp := span.Start(id, p.OrgID, r.TraceID, id, span.GovernanceReview, decision+" by "+p.KeyName).
+			Set("decision", decision).Set("reviewer", p.Actor()).Set("reason", reason).Set("from_status", string(from))
+		if err := span.Save(ctx, tx, sp.End(span.OK)); err != nil {
+			return err
+		}
+		spanEnv, err := event.Record(ctx, tx, id, p.OrgID, event.JobSpan, sp)
+		if err != nil {
+			return err
+		}
+		env, err := event.Record(ctx, tx, id, p.OrgID, typ, map[string]any{
+			"reviewer": p.Actor(), "reason": reason, "from_status": from, "status": to})
+		envs = append(envs, spanEnv, env)
+		return err
+	})
+	var te *run.TransitionError
+	if errors.As(err, &te) {
+		return ControlResult{}, conflict("JOB_NOT_REVIEWABLE", "The job changed status meanwhile; it can no longer be reviewed.", r)
+	}
+	if err != nil {
+		return ControlResult{}, dbError(err)
+	}
+	if to == run.Queued {
+		// Should this enqueue fail, the run is queued in Postgres and the reconciler puts
+		// it on its queue: the approval is not lost.
+		if err := s.Requeue(ctx, id); err != nil {
+			s.Log.Warn("enqueueing approved run; the reconciler will retry", "job_id", id, "error", err)
+		}
+	}
+	if err := s.Events.Publish(ctx, envs...); err != nil {
+		s.Log.Warn("publishing review events", "job_id", id, "error", err)
+	}
+	return ControlResult{JobID: id, Status: to}, nil
+}
+
+// Requeue puts a queued run's task (back) on its queue.
+func (s *Service) Requeue(ctx context.Context, id string) error {
+	e, err := store.GetEnqueueInfo(ctx, s.DB, id)
+	if err != nil {
+		return err
+	}
+	return s.enqueue(ctx, e.OrgID, e.ID, e.Queue, run.Priority(e.Priority),
+		time.Duration(e.TimeoutSeconds)*time.Second, e.MaxRetries)
+}
+
+// Cancel stops a job: a queued job is removed from its queue, a held or paused one is
+// cancelled, and a running one is asked to stop at its next step (the executor is woken).
+func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Canceller) (ControlResult, error) {
+	r, err := store.GetRun(ctx, s.DB, p.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ControlResult{}, JobNotFound(id)
+	}
+	if err != nil {
+		return ControlResult{}, dbError(err)
+	}
+	switch st := run.Status(r.Status); {
+	case st.Terminal():
+		return ControlResult{}, conflict("JOB_ALREADY_FINISHED", "The job has already finished.", r)
+	case st == run.Running:
+		ok, err := store.RequestCancel(ctx, s.DB, p.OrgID, id)
+		if err != nil {
+			return ControlResult{}, dbError(err)
+		}
+		if ok {
+			// Fire-and-forget wake-up: the state in Postgres is what the executor obeys.
+			if err := c.CancelProcessing(id); err != nil {
+				s.Log.Warn("waking executor for cancellation", "job_id", id, "error", err)
+			}
+			return ControlResult{JobID: id, Status: run.Running, CancelRequested: true}, nil
+		}
+		// It stopped running meanwhile: fall through to whatever it is now.
+		return s.Cancel(ctx, p, id, c)
+	}
+	data := map[string]any{"by": p.Actor(), "from_status": r.Status}
+	var env event.Envelope
+	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+		if _, err := run.Transition(ctx, tx, id, run.Cancelled, run.Change{
+			Error: fmt.Appendf(nil, `{"code":"CANCELLED","message":"cancelled by %s"}`, p.Actor())}); err != nil {
+			return err
+		}
+		var err error
+		env, err = event.Record(ctx, tx, id, p.OrgID, event.JobCancelled, data)
+		return err
+	})
+	var te *run.TransitionError
+	if errors.As(err, &te) {
+		// The executor claimed it meanwhile: cancel it as a running job.
+		return s.Cancel(ctx, p, id, c)
+	}
+	if err != nil {
+		return ControlResult{}, dbError(err)
+	}
+	if r.Status == string(run.Queued) {
+		err := c.DeleteTask(queue.Tier(r.Queue, run.Priority(r.Priority)), id)
+		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+			// The executor drops tasks of cancelled runs, so a task left behind does no harm.
+			s.Log.Info("removing cancelled task from its queue", "job_id", id, "error", err)
+		}
+	}
+	if err := s.Events.Publish(ctx, env); err != nil {
+		s.Log.Warn("publishing cancel event", "job_id", id, "error", err)
+	}
+	return ControlResult{JobID: id, Status: run.Cancelled}, nil
+}

@@ -1,0 +1,128 @@
+// Package reconcile repairs what Redis lost or never got: a run that Postgres says is
+// queued or running but whose task no longer exists in Redis (the dispatcher crashed
+// between recording and enqueueing, an approval's enqueue failed, or Redis lost its data)
+// is put back on its queue. Task ids are run ids, so a repair never duplicates a task, and
+// executors drop tasks of runs that are not runnable, so it never duplicates a run.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/run"
+)
+
+// lockKey is the advisory lock that lets one dispatcher replica reconcile at a time.
+const lockKey = 0x5359_5243 // "SYRC"
+
+// Requeuer puts a queued run's task on its queue.
+type Requeuer interface {
+	Requeue(ctx context.Context, runID string) error
+}
+
+// TaskLookup finds a task in Redis; *asynq.Inspector satisfies it.
+type TaskLookup interface {
+	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
+}
+
+// Reconciler scans for stranded runs.
+type Reconciler struct {
+	DB       *pgxpool.Pool
+	Tasks    TaskLookup
+	Requeuer Requeuer
+	Log      *slog.Logger
+	// Every is the scan interval; default 5s. Grace is how old a run's last update must be
+	// before it is checked, so the dispatch path's own enqueue is never raced; default 10s.
+	Every, Grace time.Duration
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Start scans until Stop.
+func (r *Reconciler) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	every := r.Every
+	if every == 0 {
+		every = 5 * time.Second
+	}
+	go func() {
+		defer close(r.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if n, err := r.Once(ctx); err != nil && ctx.Err() == nil {
+					r.Log.Warn("reconciling runs", "error", err)
+				} else if n > 0 {
+					r.Log.Info("re-enqueued stranded runs", "runs", n)
+				}
+			}
+		}
+	}()
+}
+
+// Stop ends the scans.
+func (r *Reconciler) Stop() {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
+}
+
+type candidate struct {
+	ID, Queue, Priority, Status string
+}
+
+// Once runs one scan and returns how many runs it re-enqueued.
+func (r *Reconciler) Once(ctx context.Context) (int, error) {
+	grace := r.Grace
+	if grace == 0 {
+		grace = 10 * time.Second
+	}
+	var cands []candidate
+	err := pgx.BeginFunc(ctx, r.DB, func(tx pgx.Tx) error {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey).Scan(&got); err != nil || !got {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT id, queue, priority, status FROM runs
+			WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => $1)
+			ORDER BY updated_at LIMIT 500`, grace.Seconds())
+		if err != nil {
+			return err
+		}
+		cands, err = pgx.CollectRows(rows, pgx.RowToStructByPos[candidate])
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range cands {
+		_, err := r.Tasks.GetTaskInfo(queue.Tier(c.Queue, run.Priority(c.Priority)), c.ID)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+			return n, err
+		}
+		if err := r.Requeuer.Requeue(ctx, c.ID); err != nil {
+			return n, err
+		}
+		r.Log.Warn("run had no task in redis; re-enqueued", "job_id", c.ID, "status", c.Status, "queue", c.Queue)
+		n++
+	}
+	return n, nil
+}

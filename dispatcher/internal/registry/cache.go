@@ -1,0 +1,285 @@
+// Package registry is the dispatcher's in-process cache of the registry — skills, queues,
+// organisations and API keys — kept true by Postgres LISTEN/NOTIFY: every change to those
+// tables notifies channel registry_changed and drops the cached entry, so no dispatcher
+// serves a changed row longer than the notification takes. While the listener is not
+// connected the cache is bypassed (every read goes to Postgres) and it is emptied on
+// reconnect, since notifications may have been missed.
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/skill"
+)
+
+// Channel is the Postgres notification channel of registry changes.
+const Channel = "registry_changed"
+
+type skillKey struct{ org, jobType string }
+
+type keyEntry struct {
+	hash      []byte
+	principal auth.Principal
+}
+
+// Cache serves registry reads.
+type Cache struct {
+	db  *pgxpool.Pool
+	log *slog.Logger
+
+	mu     sync.RWMutex
+	live   bool
+	gen    uint64
+	skills map[skillKey]skillEntry
+	orgs   map[string]store.Org
+	queues map[string]store.Queue
+	keys   map[string]keyEntry
+
+	// notified is closed and replaced on every invalidation; tests wait on it.
+	notified chan struct{}
+	done     chan struct{}
+	cancel   context.CancelFunc
+}
+
+type skillEntry struct {
+	s     skill.Skill
+	found bool
+}
+
+// New returns a cache; call Start to follow changes (without it, nothing is cached).
+func New(db *pgxpool.Pool, log *slog.Logger) *Cache {
+	c := &Cache{db: db, log: log, notified: make(chan struct{}), done: make(chan struct{})}
+	c.reset()
+	return c
+}
+
+func (c *Cache) reset() {
+	c.skills = map[skillKey]skillEntry{}
+	c.orgs = map[string]store.Org{}
+	c.queues = map[string]store.Queue{}
+	c.keys = map[string]keyEntry{}
+	c.gen++
+}
+
+// Start follows registry changes until Stop.
+func (c *Cache) Start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(c.done)
+		for ctx.Err() == nil {
+			err := c.listen(ctx)
+			c.setLive(false)
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("registry listener lost; cache bypassed until it reconnects", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// Stop ends the listener.
+func (c *Cache) Stop() {
+	if c.cancel != nil {
+		c.cancel()
+		<-c.done
+	}
+}
+
+// Live reports whether the cache is following changes (and so caching).
+func (c *Cache) Live() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.live
+}
+
+// Changed returns a channel closed at the next invalidation.
+func (c *Cache) Changed() <-chan struct{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.notified
+}
+
+func (c *Cache) setLive(live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = live
+	c.reset()
+	close(c.notified)
+	c.notified = make(chan struct{})
+}
+
+func (c *Cache) listen(ctx context.Context) error {
+	conn, err := c.db.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	c.setLive(true)
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		c.invalidate(n.Payload)
+	}
+}
+
+type change struct {
+	Table   string `json:"table"`
+	OrgID   string `json:"org_id"`
+	JobType string `json:"job_type"`
+	Name    string `json:"name"`
+}
+
+func (c *Cache) invalidate(payload string) {
+	var ch change
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	if err := json.Unmarshal([]byte(payload), &ch); err != nil {
+		c.reset()
+	} else {
+		switch ch.Table {
+		case "skills":
+			delete(c.skills, skillKey{ch.OrgID, ch.JobType})
+		case "queues":
+			delete(c.queues, ch.Name)
+		case "orgs":
+			delete(c.orgs, ch.OrgID)
+		case "api_keys":
+			c.keys = map[string]keyEntry{}
+		default:
+			c.reset()
+		}
+	}
+	close(c.notified)
+	c.notified = make(chan struct{})
+}
+
+// snapshot returns whether caching is on and the generation a read starts at.
+func (c *Cache) snapshot() (bool, uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.live, c.gen
+}
+
+// store saves a value read at generation gen, unless an invalidation happened since.
+func (c *Cache) store(gen uint64, put func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live && c.gen == gen {
+		put()
+	}
+}
+
+// Skill returns an organisation's binding for a job type (skill.ErrNotFound if none).
+func (c *Cache) Skill(ctx context.Context, orgID, jobType string) (skill.Skill, error) {
+	k := skillKey{orgID, jobType}
+	live, gen := c.snapshot()
+	if live {
+		c.mu.RLock()
+		e, ok := c.skills[k]
+		c.mu.RUnlock()
+		if ok {
+			if !e.found {
+				return skill.Skill{}, skill.ErrNotFound
+			}
+			return e.s, nil
+		}
+	}
+	s, err := skill.Get(ctx, c.db, orgID, jobType)
+	if err != nil && !errors.Is(err, skill.ErrNotFound) {
+		return s, err
+	}
+	c.store(gen, func() { c.skills[k] = skillEntry{s: s, found: err == nil} })
+	return s, err
+}
+
+// Queue returns a registered queue (store.ErrNotFound if none).
+func (c *Cache) Queue(ctx context.Context, name string) (store.Queue, error) {
+	live, gen := c.snapshot()
+	if live {
+		c.mu.RLock()
+		q, ok := c.queues[name]
+		c.mu.RUnlock()
+		if ok {
+			return q, nil
+		}
+	}
+	q, err := store.GetQueue(ctx, c.db, name)
+	if err != nil {
+		return q, err
+	}
+	c.store(gen, func() { c.queues[name] = q })
+	return q, nil
+}
+
+// Org returns an organisation's settings.
+func (c *Cache) Org(ctx context.Context, id string) (store.Org, error) {
+	live, gen := c.snapshot()
+	if live {
+		c.mu.RLock()
+		o, ok := c.orgs[id]
+		c.mu.RUnlock()
+		if ok {
+			return o, nil
+		}
+	}
+	o, err := store.GetOrg(ctx, c.db, id)
+	if err != nil {
+		return o, err
+	}
+	c.store(gen, func() { c.orgs[id] = o })
+	return o, nil
+}
+
+// Authenticate resolves an API key to its principal; the stored hash is compared in
+// constant time on every call, cached or not.
+func (c *Cache) Authenticate(ctx context.Context, key string) (auth.Principal, error) {
+	prefix, err := auth.Parse(key)
+	if err != nil {
+		return auth.Principal{}, auth.ErrUnknownKey
+	}
+	live, gen := c.snapshot()
+	if live {
+		c.mu.RLock()
+		e, ok := c.keys[prefix]
+		c.mu.RUnlock()
+		if ok {
+			if !auth.Matches(key, e.hash) {
+				return auth.Principal{}, auth.ErrUnknownKey
+			}
+			return e.principal, nil
+		}
+	}
+	p, hash, err := auth.Lookup(ctx, c.db, prefix)
+	if errors.Is(err, auth.ErrUnknownKey) {
+		auth.Matches(key, make([]byte, 32))
+		return auth.Principal{}, err
+	}
+	if err != nil {
+		return auth.Principal{}, fmt.Errorf("authenticating: %w", err)
+	}
+	if !auth.Matches(key, hash) {
+		return auth.Principal{}, auth.ErrUnknownKey
+	}
+	c.store(gen, func() { c.keys[prefix] = keyEntry{hash: hash, principal: p} })
+	return p, nil
+}
