@@ -46,7 +46,6 @@ func (s *Server) getSkill(c echo.Context) error {
 	return c.JSON(http.StatusOK, sk)
 }
 
-
 func (s *Server) putSkill(c echo.Context) error {
 	jobType := c.Param("job_type")
 	body := skill.Skill{Enabled: true}
