@@ -1,0 +1,192 @@
+// Command dispatchbench drives a running dispatcher at fixed request rates (open loop) and
+// reports dispatch latency p50/p99/p99.9 per rate and the highest sustained rate, beside a
+// floor measured in the same run: one Postgres insert of a run row plus one asynq enqueue,
+// with no HTTP, no authentication and no governance — the least any dispatch must cost.
+//
+// It dispatches a no-op skill to its own queue ("bench", no consumers), so executors do not
+// compete for the CPU, and lifts the dev organisation's rate limits for the run (restored
+// afterwards). Tasks it leaves in Redis are deleted at the end.
+//
+//	make start
+//	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" \
+//	  -db "postgres://postgres@127.0.0.1:55432/switchyard" -redis redis://127.0.0.1:56379/0
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/bench/internal/load"
+)
+
+func main() {
+	url := flag.String("url", "http://127.0.0.1:8080", "dispatcher base URL")
+	key := flag.String("key", os.Getenv("SWITCHYARD_API_KEY"), "admin API key (make run writes .run/admin.key)")
+	dbURL := flag.String("db", "postgres://postgres@127.0.0.1:55432/switchyard?sslmode=disable", "Postgres URL, for the floor")
+	redisURL := flag.String("redis", "redis://127.0.0.1:56379/0", "Redis URL, for the floor and clean-up")
+	ratesFlag := flag.String("rates", "500,1000,2000,3000,4000", "request rates to run, per second")
+	dur := flag.Duration("duration", 10*time.Second, "duration of each rate")
+	maxP99 := flag.Duration("sustained-p99", 50*time.Millisecond, "p99 under which a rate counts as sustained")
+	inflight := flag.Int("max-inflight", 512, "most requests in flight at once")
+	flag.Parse()
+	if *key == "" {
+		fail("-key is required")
+	}
+	var rates []float64
+	for _, r := range strings.Split(*ratesFlag, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || v <= 0 {
+			fail("bad -rates")
+		}
+		rates = append(rates, v)
+	}
+	ctx := context.Background()
+	api := &client{base: strings.TrimRight(*url, "/"), key: *key, http: &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: *inflight, MaxConnsPerHost: *inflight}, Timeout: 30 * time.Second}}
+
+	orgID, restore := prepare(api)
+	defer restore()
+
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		fail("db: " + err.Error())
+	}
+	defer pool.Close()
+	opt, err := asynq.ParseRedisURI(*redisURL)
+	if err != nil {
+		fail("redis: " + err.Error())
+	}
+	aq := asynq.NewClient(opt)
+	defer aq.Close()
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	defer cleanup(insp)
+
+	floor := func(ctx context.Context) error {
+		id := uuid.NewString()
+		if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
+			execution_type, queue, status, payload) VALUES ($1, $2, $3, 'bench_floor', 1, '{}', 'llm_only', 'bench', 'queued',
+			'{"prompt":"x"}')`, id, orgID, uuid.NewString()); err != nil {
+			return err
+		}
+		_, err := aq.EnqueueContext(ctx, asynq.NewTask("run:execute", []byte(`{}`), asynq.TaskID(id), asynq.Queue("benchfloor:normal")))
+		return err
+	}
+	body := []byte(`{"job_type":"bench_noop","user_id":"bench","payload":{"prompt":"hello"}}`)
+	dispatch := func(ctx context.Context) error {
+		code, _, err := api.do(ctx, http.MethodPost, "/api/v1/dispatch", body)
+		if err == nil && code != http.StatusAccepted {
+			err = fmt.Errorf("status %d", code)
+		}
+		return err
+	}
+
+	// Warm up connections and caches.
+	load.Run(ctx, 200, 2*time.Second, *inflight, floor)
+	load.Run(ctx, 200, 2*time.Second, *inflight, dispatch)
+
+	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max", "errors")
+	best := 0.0
+	for _, rate := range rates {
+		f := load.Run(ctx, rate, *dur, *inflight, floor)
+		d := load.Run(ctx, rate, *dur, *inflight, dispatch)
+		print("floor", f)
+		print("dispatch", d)
+		fmt.Printf("%-9s %-8.0f ratio dispatch/floor: p50 %.2fx  p99 %.2fx\n", "", rate,
+			ratio(d.Latency.P50, f.Latency.P50), ratio(d.Latency.P99, f.Latency.P99))
+		if d.Sustained(*maxP99) {
+			best = rate
+		}
+		cleanup(insp)
+	}
+	fmt.Printf("highest sustained dispatch rate (all ok, ≥98%% of target, p99 ≤ %s): %.0f/s\n", *maxP99, best)
+}
+
+func print(name string, r load.Result) {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d\n", name, r.Rate, r.Achieved, ms(r.Latency.P50),
+		ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max), r.Errors)
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// prepare registers the bench queue and skill and lifts the rate limits; it returns the
+// organisation id and a function restoring the limits.
+func prepare(api *client) (string, func()) {
+	ctx := context.Background()
+	mustOK(api.do(ctx, http.MethodPut, "/api/v1/admin/queues/bench",
+		[]byte(`{"class":"gpu","concurrency":1,"timeoutSeconds":60,"description":"dispatchbench: a gpu-class queue, so no CPU executor consumes it"}`)))
+	mustOK(api.do(ctx, http.MethodPut, "/api/v1/skills/bench_noop",
+		[]byte(`{"job_type":"bench_noop","execution_type":"llm_only","queue":"bench","risk_level":"minimal"}`)))
+	_, raw, err := api.do(ctx, http.MethodGet, "/api/v1/admin/org", nil)
+	if err != nil {
+		fail(err.Error())
+	}
+	var org struct {
+		ID      string `json:"id"`
+		OrgRPM  int    `json:"orgRpm"`
+		UserRPM int    `json:"userRpm"`
+	}
+	_ = json.Unmarshal(raw, &org)
+	mustOK(api.do(ctx, http.MethodPatch, "/api/v1/admin/org", []byte(`{"orgRpm":0,"userRpm":0}`)))
+	return org.ID, func() {
+		mustOK(api.do(ctx, http.MethodPatch, "/api/v1/admin/org",
+			[]byte(fmt.Sprintf(`{"orgRpm":%d,"userRpm":%d}`, org.OrgRPM, org.UserRPM))))
+	}
+}
+
+func cleanup(insp *asynq.Inspector) {
+	for _, q := range []string{"benchfloor:normal", "bench:normal"} {
+		_ = insp.DeleteQueue(q, true)
+	}
+}
+
+func mustOK(code int, body []byte, err error) {
+	if err != nil || code >= 300 {
+		fail(fmt.Sprintf("setup request failed: %d %s %v", code, body, err))
+	}
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "dispatchbench:", msg)
+	os.Exit(1)
+}
+
+type client struct {
+	base, key string
+	http      *http.Client
+}
+
+func (c *client) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
+}
