@@ -284,6 +284,11 @@ func TestIdempotencyUnderConcurrency(t *testing.T) {
 	var runs int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&runs))
 	require.Equal(t, 1, runs)
+	var spans, events int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM spans WHERE type = 'dispatch'`).Scan(&spans))
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM run_events`).Scan(&events))
+	require.Equal(t, 1, spans, "the losers wrote nothing: their batch was one transaction")
+	require.Equal(t, 1, events)
 }
 
 func TestReadiness(t *testing.T) {

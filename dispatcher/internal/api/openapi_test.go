@@ -11,35 +11,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hibiken/asynq"
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
-	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
-// openAPIHandler builds the dispatcher's echo instance on real stores, as the binary does,
-// so the routes compared are exactly the served ones.
+// openAPIHandler builds the dispatcher's echo instance through the same wiring as the
+// binary, so the routes compared are exactly the served ones.
 func openAPIHandler(t *testing.T) *echo.Echo {
 	t.Helper()
 	_, pool := testkit.DB(t)
 	redisURL, rdb := testkit.Redis(t)
 	opt, err := redisconn.Asynq(redisURL)
 	require.NoError(t, err)
-	q := asynq.NewClient(opt)
-	t.Cleanup(func() { q.Close() })
-	inspector := asynq.NewInspector(opt)
-	t.Cleanup(func() { inspector.Close() })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := &api.Server{DB: pool, Redis: rdb, Inspector: inspector, Log: log, Validator: dispatch.NewValidator(),
-		Sessions: &session.Store{Redis: rdb},
-		Dispatch: &dispatch.Service{DB: pool, Queue: q, Events: &event.Publisher{Redis: rdb}, Log: log}}
-	return s.Handler()
+	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: opt, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(a.Stop)
+	return a.Handler()
 }
 
 // openAPIDoc is the part of an OpenAPI document the route check reads.
@@ -50,9 +40,10 @@ type openAPIDoc struct {
 
 var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
-// undocumented are operational routes outside the public API document's scope.
+// undocumented are operational routes outside the public API document's scope: health,
+// metrics, and the web UI with the root's redirect to it.
 func undocumented(path string) bool {
-	return path == "/healthz" || path == "/readyz" || path == "/metrics" ||
+	return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/" ||
 		path == "/ui" || strings.HasPrefix(path, "/ui/") || strings.HasPrefix(path, "/ui*")
 }
 

@@ -34,6 +34,8 @@ type Server struct {
 	Validator *dispatch.Validator
 	Sessions  *session.Store
 	Log       *slog.Logger
+
+	live *live // the WebSocket hub, /metrics and /ui (live.go)
 }
 
 // Handler builds the echo instance with every route.

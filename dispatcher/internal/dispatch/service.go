@@ -297,13 +297,12 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 	if err != nil {
 		return rec, err
 	}
-	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		err := tx.SendBatch(ctx, b).Close()
-		if !inserted && req.IdempotencyKey != "" {
-			return store.ErrDuplicate
-		}
-		return err
-	})
+	// A batch without explicit transaction control runs as one implicit transaction (one
+	// Sync for the whole pipeline): all of it or none of it, in a single round trip.
+	err = s.DB.SendBatch(ctx, b).Close()
+	if !inserted && req.IdempotencyKey != "" {
+		return rec, store.ErrDuplicate
+	}
 	if err != nil {
 		return rec, err
 	}
