@@ -8,6 +8,7 @@ package callback
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -25,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/periodic"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 )
@@ -64,42 +66,21 @@ type Sender struct {
 	// Resolver, when set, replaces DNS for the SSRF guard (tests).
 	Resolver netguard.Resolver
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop periodic.Loop
 }
 
 // Start delivers until Stop.
 func (s *Sender) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	every := s.Every
-	if every == 0 {
-		every = 500 * time.Millisecond
-	}
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := s.Once(ctx); err != nil && ctx.Err() == nil {
-					s.Log.Warn("delivering callbacks", "error", err)
-				}
-			}
+	s.loop = periodic.Loop{Every: cmp.Or(s.Every, 500*time.Millisecond), Run: func(ctx context.Context) {
+		if _, err := s.Once(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("delivering callbacks", "error", err)
 		}
-	}()
+	}}
+	s.loop.Start(ctx)
 }
 
 // Stop ends delivery.
-func (s *Sender) Stop() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
-	}
-}
+func (s *Sender) Stop() { s.loop.Stop() }
 
 type due struct {
 	ID, OrgID, URL, Secret string

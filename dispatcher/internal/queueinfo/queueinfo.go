@@ -6,6 +6,7 @@
 package queueinfo
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/periodic"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
@@ -31,43 +33,20 @@ type Tracker struct {
 
 	mu        sync.RWMutex
 	consumers map[string]int
-	cancel    context.CancelFunc
-	done      chan struct{}
+	loop      periodic.Loop
 }
 
 // Start refreshes the consumer counts until Stop.
 func (t *Tracker) Start(ctx context.Context) {
-	ctx, t.cancel = context.WithCancel(ctx)
-	t.done = make(chan struct{})
-	t.refresh()
-	go func() {
-		defer close(t.done)
-		every := t.Every
-		if every == 0 {
-			every = 2 * time.Second
-		}
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				t.refresh()
-			}
-		}
-	}()
+	t.refresh(ctx)
+	t.loop = periodic.Loop{Every: cmp.Or(t.Every, 2*time.Second), Run: t.refresh}
+	t.loop.Start(ctx)
 }
 
 // Stop ends the refresh.
-func (t *Tracker) Stop() {
-	if t.cancel != nil {
-		t.cancel()
-		<-t.done
-	}
-}
+func (t *Tracker) Stop() { t.loop.Stop() }
 
-func (t *Tracker) refresh() {
+func (t *Tracker) refresh(context.Context) {
 	servers, err := t.Inspector.Servers()
 	if err != nil {
 		t.Log.Warn("reading queue consumers", "error", err)

@@ -6,6 +6,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/periodic"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
@@ -42,44 +44,23 @@ type Reconciler struct {
 	// before it is checked, so the dispatch path's own enqueue is never raced; default 10s.
 	Every, Grace time.Duration
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop periodic.Loop
 }
 
 // Start scans until Stop.
 func (r *Reconciler) Start(ctx context.Context) {
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	every := r.Every
-	if every == 0 {
-		every = 5 * time.Second
-	}
-	go func() {
-		defer close(r.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if n, err := r.Once(ctx); err != nil && ctx.Err() == nil {
-					r.Log.Warn("reconciling runs", "error", err)
-				} else if n > 0 {
-					r.Log.Info("re-enqueued stranded runs", "runs", n)
-				}
-			}
+	r.loop = periodic.Loop{Every: cmp.Or(r.Every, 5*time.Second), Run: func(ctx context.Context) {
+		if n, err := r.Once(ctx); err != nil && ctx.Err() == nil {
+			r.Log.Warn("reconciling runs", "error", err)
+		} else if n > 0 {
+			r.Log.Info("re-enqueued stranded runs", "runs", n)
 		}
-	}()
+	}}
+	r.loop.Start(ctx)
 }
 
 // Stop ends the scans.
-func (r *Reconciler) Stop() {
-	if r.cancel != nil {
-		r.cancel()
-		<-r.done
-	}
-}
+func (r *Reconciler) Stop() { r.loop.Stop() }
 
 type candidate struct {
 	ID, Queue, Priority, Status string
