@@ -1,0 +1,307 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// SkillSpec is what a caller sets on a skill binding: the body of PUT
+// /api/v1/skills/{job_type}. Field names are those of the YAML files in skills/.
+type SkillSpec struct {
+	JobType string `json:"job_type"`
+	// Enabled is sent as is: a zero SkillSpec binds a disabled skill.
+	Enabled       bool     `json:"enabled"`
+	Description   string   `json:"description,omitempty"`
+	ExecutionType string   `json:"execution_type"`
+	RoutingHint   string   `json:"routing_hint,omitempty"`
+	ModelOverride string   `json:"model_override,omitempty"`
+	SystemPrompt  string   `json:"system_prompt,omitempty"`
+	Tools         []string `json:"tools,omitempty"`
+	MaxIterations int      `json:"max_iterations,omitempty"`
+	MaxTokens     int      `json:"max_tokens,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty"`
+	TimeoutSecs   *int     `json:"timeout_seconds,omitempty"`
+	MaxRetries    *int     `json:"max_retries,omitempty"`
+	Queue         string   `json:"queue,omitempty"`
+	// RiskLevel is minimal, limited, high or critical.
+	RiskLevel        string `json:"risk_level,omitempty"`
+	RequiresApproval bool   `json:"requires_approval,omitempty"`
+	// DataResidency is any, eu_only or us_only.
+	DataResidency  string          `json:"data_residency,omitempty"`
+	CostCeilingUSD *float64        `json:"cost_ceiling_usd,omitempty"`
+	Chain          json.RawMessage `json:"chain,omitempty"`
+	Autonomous     json.RawMessage `json:"autonomous,omitempty"`
+}
+
+// Skill is a stored binding: its spec plus the registry's bookkeeping.
+type Skill struct {
+	SkillSpec
+	ID        string    `json:"id,omitempty"`
+	Version   int       `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedBy string    `json:"updated_by,omitempty"`
+}
+
+// SkillChange is one entry of a skill's history.
+type SkillChange struct {
+	Version int `json:"version"`
+	// Action is create, update, disable or enable.
+	Action    string          `json:"action"`
+	ChangedBy string          `json:"changed_by"`
+	ChangedAt time.Time       `json:"changed_at"`
+	Snapshot  json.RawMessage `json:"snapshot"`
+}
+
+// SkillsService administers skill bindings; reading needs any role, changing needs
+// skills_admin.
+type SkillsService struct{ c *Client }
+
+func skillPath(jobType string) string { return "/api/v1/skills/" + pathEscape(jobType) }
+
+// List returns the organisation's bindings; q, when set, filters them.
+func (s *SkillsService) List(ctx context.Context, q string) ([]Skill, error) {
+	var query url.Values
+	if q != "" {
+		query = url.Values{"q": {q}}
+	}
+	var out list[Skill]
+	err := s.c.do(ctx, request{method: http.MethodGet, path: "/api/v1/skills", query: query, retryable: true}, &out)
+	return out.items, err
+}
+
+// Get returns one binding.
+func (s *SkillsService) Get(ctx context.Context, jobType string) (Skill, error) {
+	var sk Skill
+	err := s.c.do(ctx, request{method: http.MethodGet, path: skillPath(jobType), retryable: true}, &sk)
+	return sk, err
+}
+
+// Put creates or replaces the binding of spec.JobType; created is true when it did not
+// exist before.
+func (s *SkillsService) Put(ctx context.Context, spec SkillSpec) (sk Skill, created bool, err error) {
+	var status int
+	err = s.c.do(ctx, request{method: http.MethodPut, path: skillPath(spec.JobType), body: spec,
+		retryable: true, okStatus: &status}, &sk)
+	return sk, status == http.StatusCreated, err
+}
+
+// Enable enables a binding.
+func (s *SkillsService) Enable(ctx context.Context, jobType string) (Skill, error) {
+	var sk Skill
+	err := s.c.do(ctx, request{method: http.MethodPost, path: skillPath(jobType) + "/enable", retryable: true}, &sk)
+	return sk, err
+}
+
+// Disable disables a binding: new dispatches of its job type answer SKILL_NOT_FOUND.
+func (s *SkillsService) Disable(ctx context.Context, jobType string) (Skill, error) {
+	var sk Skill
+	err := s.c.do(ctx, request{method: http.MethodPost, path: skillPath(jobType) + "/disable", retryable: true}, &sk)
+	return sk, err
+}
+
+// History returns every change of a binding with who made it and when, newest first.
+func (s *SkillsService) History(ctx context.Context, jobType string) ([]SkillChange, error) {
+	var out list[SkillChange]
+	err := s.c.do(ctx, request{method: http.MethodGet, path: skillPath(jobType) + "/history", retryable: true}, &out)
+	return out.items, err
+}
+
+// Key describes an API key; the secret is never shown after creation.
+type Key struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Roles      []string   `json:"roles"`
+	CreatedBy  string     `json:"createdBy"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+}
+
+// UnmarshalJSON reads the key in camelCase, as docs/api.md has resources, or in the
+// snake_case the dispatcher's key store uses.
+func (k *Key) UnmarshalJSON(b []byte) error {
+	type camel Key
+	if err := json.Unmarshal(b, (*camel)(k)); err != nil {
+		return err
+	}
+	var snake struct {
+		CreatedBy  string     `json:"created_by"`
+		CreatedAt  time.Time  `json:"created_at"`
+		LastUsedAt *time.Time `json:"last_used_at"`
+		RevokedAt  *time.Time `json:"revoked_at"`
+	}
+	if err := json.Unmarshal(b, &snake); err != nil {
+		return err
+	}
+	k.CreatedBy = cmp.Or(k.CreatedBy, snake.CreatedBy)
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = snake.CreatedAt
+	}
+	k.LastUsedAt = cmp.Or(k.LastUsedAt, snake.LastUsedAt)
+	k.RevokedAt = cmp.Or(k.RevokedAt, snake.RevokedAt)
+	return nil
+}
+
+// CreatedKey is a new key with its plaintext, shown this once.
+type CreatedKey struct {
+	Key
+	// Secret is the API key to send as Bearer; store it now.
+	Secret string `json:"key"`
+}
+
+// UnmarshalJSON accepts the key's fields beside "key" or nested under "info".
+func (k *CreatedKey) UnmarshalJSON(b []byte) error {
+	var outer struct {
+		Secret string          `json:"key"`
+		Info   json.RawMessage `json:"info"`
+	}
+	if err := json.Unmarshal(b, &outer); err != nil {
+		return err
+	}
+	k.Secret = outer.Secret
+	if len(outer.Info) > 0 {
+		return json.Unmarshal(outer.Info, &k.Key)
+	}
+	return json.Unmarshal(b, &k.Key)
+}
+
+// KeysService administers the organisation's API keys (role admin).
+type KeysService struct{ c *Client }
+
+// Create makes a key with the roles (dispatch, approve, skills_admin, viewer, admin).
+func (k *KeysService) Create(ctx context.Context, name string, roles ...string) (CreatedKey, error) {
+	var out CreatedKey
+	err := k.c.do(ctx, request{method: http.MethodPost, path: "/api/v1/admin/keys",
+		body: map[string]any{"name": name, "roles": roles}}, &out)
+	return out, err
+}
+
+// List returns the organisation's keys, revoked ones included, without secrets.
+func (k *KeysService) List(ctx context.Context) ([]Key, error) {
+	var out list[Key]
+	err := k.c.do(ctx, request{method: http.MethodGet, path: "/api/v1/admin/keys", retryable: true}, &out)
+	return out.items, err
+}
+
+// Revoke revokes a key by id; requests with it fail from then on.
+func (k *KeysService) Revoke(ctx context.Context, id string) error {
+	return k.c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/admin/keys/" + pathEscape(id), retryable: true}, nil)
+}
+
+// Queue is a named queue of the platform.
+type Queue struct {
+	Name string `json:"name"`
+	// Class is cpu or gpu: which executors consume it.
+	Class          string    `json:"class"`
+	Concurrency    int       `json:"concurrency"`
+	TimeoutSeconds int       `json:"timeoutSeconds"`
+	Description    string    `json:"description,omitempty"`
+	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
+	// Consumers is how many executor servers consume the queue now (listing only).
+	Consumers *int `json:"consumers,omitempty"`
+}
+
+// QueuesService administers the named queues (role admin; platform-wide).
+type QueuesService struct{ c *Client }
+
+// List returns every named queue.
+func (q *QueuesService) List(ctx context.Context) ([]Queue, error) {
+	var out list[Queue]
+	err := q.c.do(ctx, request{method: http.MethodGet, path: "/api/v1/admin/queues", retryable: true}, &out)
+	return out.items, err
+}
+
+// Put creates or changes the queue named q.Name.
+func (q *QueuesService) Put(ctx context.Context, queue Queue) (Queue, error) {
+	body := map[string]any{"class": queue.Class, "concurrency": queue.Concurrency, "timeoutSeconds": queue.TimeoutSeconds}
+	if queue.Description != "" {
+		body["description"] = queue.Description
+	}
+	var out Queue
+	err := q.c.do(ctx, request{method: http.MethodPut, path: "/api/v1/admin/queues/" + pathEscape(queue.Name),
+		body: body, retryable: true}, &out)
+	return out, err
+}
+
+// Org is the organisation's settings.
+type Org struct {
+	ID   string `json:"id,omitempty"`
+	Slug string `json:"slug,omitempty"`
+	Name string `json:"name"`
+	// Jurisdiction is eu, us or other: where the organisation's data may be processed.
+	Jurisdiction string `json:"jurisdiction"`
+	// OrgRPM and UserRPM are the dispatch rate limits per minute; 0 means unlimited.
+	OrgRPM  int `json:"orgRpm"`
+	UserRPM int `json:"userRpm"`
+	// MonthlyTokenQuota is nil when unlimited.
+	MonthlyTokenQuota *int64    `json:"monthlyTokenQuota"`
+	PIIKeywords       []string  `json:"piiKeywords"`
+	CallbackAllowlist []string  `json:"callbackAllowlist"`
+	HTTPAllowlist     []string  `json:"httpAllowlist"`
+	UpdatedAt         time.Time `json:"updatedAt,omitzero"`
+}
+
+// OrgPatch changes some of the organisation's settings; nil fields stay as they are.
+type OrgPatch struct {
+	Name              *string `json:"name,omitempty"`
+	Jurisdiction      *string `json:"jurisdiction,omitempty"`
+	OrgRPM            *int    `json:"orgRpm,omitempty"`
+	UserRPM           *int    `json:"userRpm,omitempty"`
+	MonthlyTokenQuota *int64  `json:"monthlyTokenQuota,omitempty"`
+	// ClearTokenQuota removes the monthly token quota (unlimited).
+	ClearTokenQuota   bool      `json:"clearTokenQuota,omitempty"`
+	PIIKeywords       *[]string `json:"piiKeywords,omitempty"`
+	CallbackAllowlist *[]string `json:"callbackAllowlist,omitempty"`
+	HTTPAllowlist     *[]string `json:"httpAllowlist,omitempty"`
+}
+
+// OrgService reads and changes the organisation (role admin).
+type OrgService struct{ c *Client }
+
+// Get returns the organisation's settings.
+func (o *OrgService) Get(ctx context.Context) (Org, error) {
+	var org Org
+	err := o.c.do(ctx, request{method: http.MethodGet, path: "/api/v1/admin/org", retryable: true}, &org)
+	return org, err
+}
+
+// Update applies a patch and returns the settings after it.
+func (o *OrgService) Update(ctx context.Context, p OrgPatch) (Org, error) {
+	var org Org
+	err := o.c.do(ctx, request{method: http.MethodPatch, path: "/api/v1/admin/org", body: p, retryable: true}, &org)
+	return org, err
+}
+
+// Usage is the organisation's token use and cost in a month.
+type Usage struct {
+	Month             string       `json:"month"`
+	Tokens            int64        `json:"tokens"`
+	CostUSD           float64      `json:"costUsd"`
+	MonthlyTokenQuota *int64       `json:"monthlyTokenQuota"`
+	BySkillAndModel   []SkillUsage `json:"bySkillAndModel"`
+}
+
+// SkillUsage is what one skill (and model) consumed in the month.
+type SkillUsage struct {
+	JobType string  `json:"jobType"`
+	Model   string  `json:"model,omitempty"`
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"costUsd"`
+	Calls   int64   `json:"calls"`
+}
+
+// Usage returns the tokens and cost of month (YYYY-MM; empty means the current month).
+func (o *OrgService) Usage(ctx context.Context, month string) (Usage, error) {
+	var query url.Values
+	if month != "" {
+		query = url.Values{"month": {month}}
+	}
+	var u Usage
+	err := o.c.do(ctx, request{method: http.MethodGet, path: "/api/v1/admin/usage", query: query, retryable: true}, &u)
+	return u, err
+}
