@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -122,31 +121,6 @@ type Key struct {
 	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
 }
 
-// UnmarshalJSON reads the key in camelCase, as docs/api.md has resources, or in the
-// snake_case the dispatcher's key store uses.
-func (k *Key) UnmarshalJSON(b []byte) error {
-	type camel Key
-	if err := json.Unmarshal(b, (*camel)(k)); err != nil {
-		return err
-	}
-	var snake struct {
-		CreatedBy  string     `json:"created_by"`
-		CreatedAt  time.Time  `json:"created_at"`
-		LastUsedAt *time.Time `json:"last_used_at"`
-		RevokedAt  *time.Time `json:"revoked_at"`
-	}
-	if err := json.Unmarshal(b, &snake); err != nil {
-		return err
-	}
-	k.CreatedBy = cmp.Or(k.CreatedBy, snake.CreatedBy)
-	if k.CreatedAt.IsZero() {
-		k.CreatedAt = snake.CreatedAt
-	}
-	k.LastUsedAt = cmp.Or(k.LastUsedAt, snake.LastUsedAt)
-	k.RevokedAt = cmp.Or(k.RevokedAt, snake.RevokedAt)
-	return nil
-}
-
 // CreatedKey is a new key with its plaintext, shown this once.
 type CreatedKey struct {
 	Key
@@ -154,18 +128,20 @@ type CreatedKey struct {
 	Secret string `json:"key"`
 }
 
-// UnmarshalJSON accepts the key's fields beside "key" or nested under "info".
+// UnmarshalJSON reads the answer of POST /api/v1/admin/keys ({"key", "info": {...}}) and
+// the flat form CreatedKey marshals to.
 func (k *CreatedKey) UnmarshalJSON(b []byte) error {
 	var outer struct {
-		Secret string          `json:"key"`
-		Info   json.RawMessage `json:"info"`
+		Secret string `json:"key"`
+		Info   *Key   `json:"info"`
 	}
 	if err := json.Unmarshal(b, &outer); err != nil {
 		return err
 	}
 	k.Secret = outer.Secret
-	if len(outer.Info) > 0 {
-		return json.Unmarshal(outer.Info, &k.Key)
+	if outer.Info != nil {
+		k.Key = *outer.Info
+		return nil
 	}
 	return json.Unmarshal(b, &k.Key)
 }

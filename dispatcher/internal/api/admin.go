@@ -32,6 +32,7 @@ func (s *Server) patchOrg(c echo.Context) error {
 	if err != nil {
 		return dispatchDBError(err)
 	}
+	s.Dispatch.Registry.ForgetOrg(o.ID)
 	return c.JSON(http.StatusOK, o)
 }
 
@@ -78,6 +79,7 @@ func (s *Server) revokeKey(c echo.Context) error {
 	if !ok {
 		return keyNotFound(id)
 	}
+	s.Dispatch.Registry.ForgetKeys()
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -122,6 +124,7 @@ func (s *Server) putQueue(c echo.Context) error {
 	if err != nil {
 		return dispatchDBError(err)
 	}
+	s.Dispatch.Registry.ForgetQueue(name)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated

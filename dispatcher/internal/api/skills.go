@@ -108,6 +108,7 @@ func (s *Server) saveSkill(c echo.Context, sk skill.Skill) error {
 	if err != nil {
 		return dispatchDBError(err)
 	}
+	s.Dispatch.Registry.ForgetSkill(p.OrgID, saved.JobType)
 	status := http.StatusOK
 	if action == skill.Created {
 		status = http.StatusCreated

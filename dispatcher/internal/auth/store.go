@@ -67,10 +67,10 @@ type KeyInfo struct {
 	Name       string     `json:"name"`
 	Prefix     string     `json:"prefix"`
 	Roles      []string   `json:"roles"`
-	CreatedBy  string     `json:"created_by"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	CreatedBy  string     `json:"createdBy"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
 }
 
 // Create stores a new key for an organisation and returns it in plaintext, once.

@@ -30,9 +30,9 @@ type Request struct {
 
 // Metadata is what the calling service says about the job; it is stored, not trusted.
 type Metadata struct {
-	SourceService string `json:"source_service" validate:"max=128"`
-	CorrelationID string `json:"correlation_id" validate:"max=256"`
-	ParentJobID   string `json:"parent_job_id" validate:"omitempty,uuid"`
+	SourceService string `json:"source_service,omitempty" validate:"max=128"`
+	CorrelationID string `json:"correlation_id,omitempty" validate:"max=256"`
+	ParentJobID   string `json:"parent_job_id,omitempty" validate:"omitempty,uuid"`
 }
 
 // FieldError is one failing field of a request.

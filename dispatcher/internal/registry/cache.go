@@ -143,9 +143,9 @@ func (c *Cache) listen(ctx context.Context) error {
 
 type change struct {
 	Table   string `json:"table"`
-	OrgID   string `json:"org_id"`
-	JobType string `json:"job_type"`
-	Name    string `json:"name"`
+	OrgID   string `json:"org_id,omitempty"`
+	JobType string `json:"job_type,omitempty"`
+	Name    string `json:"name,omitempty"`
 }
 
 func (c *Cache) invalidate(payload string) {
@@ -171,6 +171,26 @@ func (c *Cache) invalidate(payload string) {
 	}
 	close(c.notified)
 	c.notified = make(chan struct{})
+}
+
+// ForgetSkill drops a binding this process just changed, so its next dispatch does not
+// wait for the notification (other processes still do).
+func (c *Cache) ForgetSkill(orgID, jobType string) {
+	c.forget(change{Table: "skills", OrgID: orgID, JobType: jobType})
+}
+
+// ForgetOrg drops an organisation this process just changed.
+func (c *Cache) ForgetOrg(orgID string) { c.forget(change{Table: "orgs", OrgID: orgID}) }
+
+// ForgetKeys drops every cached API key (after a revocation).
+func (c *Cache) ForgetKeys() { c.forget(change{Table: "api_keys"}) }
+
+// ForgetQueue drops a queue this process just changed.
+func (c *Cache) ForgetQueue(name string) { c.forget(change{Table: "queues", Name: name}) }
+
+func (c *Cache) forget(ch change) {
+	b, _ := json.Marshal(ch)
+	c.invalidate(string(b))
 }
 
 // snapshot returns whether caching is on and the generation a read starts at.
