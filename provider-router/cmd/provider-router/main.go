@@ -2,14 +2,24 @@
 // call of an executor to the organisation's provider and governs rate, tokens and money
 // before a provider sees the request.
 //
-//	provider-router serve     serve /internal/ai/chat (default)
-//	provider-router migrate   apply database migrations and exit
+//	provider-router serve                 serve /internal/ai/chat (default)
+//	provider-router migrate               apply database migrations and exit
+//	provider-router certs --dir DIR       create (once) a development CA and the router's and executor's certificates
+//	provider-router credentials keygen --file PATH [--id ID] [--rotate]
+//	                                      create a key ring file, or add a new current key to it
+//	provider-router credentials set --org SLUG --provider NAME --key-file PATH|-
+//	                                      encrypt and store a provider's API key (read from a file or stdin, never argv)
+//	provider-router credentials rotate    re-encrypt every credential under the current key
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,14 +27,24 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/switchyard-ai/switchyard/migrations"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/breaker"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/config"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/credential"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/estimate"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/pricing"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/registry"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/routing"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/server"
 	"github.com/switchyard-ai/switchyard/shared/logging"
 	"github.com/switchyard-ai/switchyard/shared/postgres"
+	"github.com/switchyard-ai/switchyard/shared/redisconn"
 )
 
 func main() {
@@ -39,9 +59,20 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	cmd := "serve"
 	if len(args) > 0 {
-		cmd = args[0]
+		cmd, args = args[0], args[1:]
 	}
-	cfg, err := config.FromEnv()
+	switch cmd {
+	case "certs":
+		return certs(args)
+	case "credentials":
+		if len(args) > 0 && args[0] == "keygen" {
+			return keygen(args[1:])
+		}
+	case "serve", "migrate":
+	default:
+		return fmt.Errorf("unknown command %q (want serve, migrate, certs or credentials)", cmd)
+	}
+	cfg, err := config.FromEnv(cmd == "serve")
 	if err != nil {
 		return err
 	}
@@ -61,10 +92,105 @@ func run(ctx context.Context, args []string) error {
 			log.Info("migrations applied", "version", v)
 		}
 		return err
-	case "serve":
-	default:
-		return fmt.Errorf("unknown command %q (want serve or migrate)", cmd)
+	case "credentials":
+		ring, err := credential.LoadKeyRing(cfg.KeysFile, cfg.Keys)
+		if err != nil {
+			return err
+		}
+		return credentials(ctx, &credential.Store{DB: pool, Ring: ring}, args, os.Stdin, log)
 	}
+	return serve(ctx, cfg, log, pool)
+}
+
+func certs(args []string) error {
+	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
+	dir := fs.String("dir", ".run/tls", "directory for ca.pem, router.pem, executor.pem and their keys")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := mtls.EnsureDevCA(*dir)
+	if err != nil {
+		return err
+	}
+	if len(res.Created) == 0 {
+		fmt.Fprintf(os.Stderr, "certs: %s already holds a valid development CA and certificates\n", *dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "certs: wrote %s in %s\n", strings.Join(res.Created, ", "), *dir)
+	}
+	return nil
+}
+
+func keygen(args []string) error {
+	fs := flag.NewFlagSet("credentials keygen", flag.ContinueOnError)
+	file := fs.String("file", "", "key ring file (JSON) to create or extend")
+	id := fs.String("id", time.Now().UTC().Format("k20060102T150405"), "id of the new key")
+	rotate := fs.Bool("rotate", false, "add a new current key to an existing file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("credentials keygen: --file is required")
+	}
+	created, err := credential.GenerateKeyFile(*file, *id, *rotate)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(os.Stderr, "credentials: key %s is now current in %s\n", *id, *file)
+	} else {
+		fmt.Fprintf(os.Stderr, "credentials: %s already holds a key ring (use --rotate to add a key)\n", *file)
+	}
+	return nil
+}
+
+func credentials(ctx context.Context, store *credential.Store, args []string, stdin io.Reader, log *slog.Logger) error {
+	if len(args) == 0 {
+		return errors.New("credentials: want keygen, set or rotate")
+	}
+	switch args[0] {
+	case "rotate":
+		n, err := store.Rotate(ctx)
+		if err != nil {
+			return err
+		}
+		log.Info("credentials re-encrypted", "count", n, "key_id", store.Ring.Current())
+		return nil
+	case "set":
+		fs := flag.NewFlagSet("credentials set", flag.ContinueOnError)
+		org := fs.String("org", "", "organisation slug")
+		prov := fs.String("provider", "", "provider config name")
+		keyFile := fs.String("key-file", "", "file holding the API key, or - for stdin")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *org == "" || *prov == "" || *keyFile == "" {
+			return errors.New("credentials set: --org, --provider and --key-file are required")
+		}
+		var raw []byte
+		var err error
+		if *keyFile == "-" {
+			raw, err = io.ReadAll(bufio.NewReader(io.LimitReader(stdin, 64<<10)))
+		} else {
+			raw, err = os.ReadFile(*keyFile)
+		}
+		if err != nil {
+			return fmt.Errorf("reading the key: %w", err)
+		}
+		secret := credential.Secret(strings.TrimSpace(string(raw)))
+		clear(raw)
+		if secret == "" {
+			return errors.New("credentials set: the key is empty")
+		}
+		if err := store.Set(ctx, *org, *prov, secret); err != nil {
+			return err
+		}
+		log.Info("credential stored", "org", *org, "provider", *prov, "key_id", store.Ring.Current())
+		return nil
+	}
+	return fmt.Errorf("credentials: unknown subcommand %q (want keygen, set or rotate)", args[0])
+}
+
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool) error {
 	key, err := os.ReadFile(cfg.ServiceKeyFile)
 	if err != nil {
 		return fmt.Errorf("SWITCHYARD_SERVICE_KEY_FILE: %w", err)
@@ -72,29 +198,91 @@ func run(ctx context.Context, args []string) error {
 	if strings.TrimSpace(string(key)) == "" {
 		return fmt.Errorf("SWITCHYARD_SERVICE_KEY_FILE: %s is empty", cfg.ServiceKeyFile)
 	}
+	ring, err := credential.LoadKeyRing(cfg.KeysFile, cfg.Keys)
+	if err != nil {
+		return err
+	}
+	if ring == nil {
+		log.Warn("no credential key ring configured: only providers without credentials can be called",
+			"see", "SWITCHYARD_ROUTER_KEYS_FILE")
+	}
+	rdb, err := redisconn.Connect(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
 
+	metrics, err := server.NewMetrics()
+	if err != nil {
+		return err
+	}
+	lim, err := limiter.New(rdb, limiter.Options{Source: registry.Limits(pool), Metrics: metrics.LimiterMetrics(), Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := lim.Start(ctx); err != nil {
+		return err
+	}
+	defer lim.Stop()
+	est, err := estimate.New(rdb, estimate.Options{})
+	if err != nil {
+		return err
+	}
 	usage := ledger.NewWriter(pool, log, 10000)
 	usage.Start()
 	srv := &server.Server{
 		DB: pool, ServiceKey: strings.TrimSpace(string(key)), AllowedCallers: cfg.AllowedCallers,
-		Routes: &routing.Resolver{DB: pool}, Prices: &pricing.Table{DB: pool}, Ledger: usage, Log: log,
+		Routes: &routing.Resolver{DB: pool}, Prices: &pricing.Table{DB: pool},
+		Credentials: &credential.Store{DB: pool, Ring: ring},
+		Limiter:     lim, Estimator: est, Breakers: server.NewBreakers(breaker.Options{}, metrics),
+		Budget: &budget.Guard{RDB: rdb, Store: budget.PGStore{DB: pool}},
+		Ledger: usage, Log: log, Metrics: metrics, MaxWait: cfg.MaxWait, DefaultMaxTokens: cfg.DefaultMaxTokens,
 		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}},
 	}
+	watcher := &registry.Watcher{DB: pool, Log: log, OnChange: srv.OnRegistryChange, OnReset: srv.OnRegistryReset}
+	if err := watcher.Start(ctx); err != nil {
+		return err
+	}
+	defer watcher.Stop()
+
 	httpSrv := &http.Server{Addr: cfg.Addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if cfg.TLS() {
+		if httpSrv.TLSConfig, err = mtls.ServerConfig(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("SWITCHYARD_ROUTER_TLS_CERT: %w", err)
+		}
+		roots, err := mtls.LoadPool(cfg.ClientCA)
+		if err != nil {
+			return fmt.Errorf("SWITCHYARD_ROUTER_CLIENT_CA: %w", err)
+		}
+		srv.MTLS = mtls.NewVerifier(roots, cfg.ClientNames)
+	} else {
+		log.Warn("serving plain HTTP without mutual TLS on a loopback address: development only",
+			"addr", cfg.Addr, "see", "SWITCHYARD_ROUTER_TLS_CERT")
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.ListenAndServe() }()
-	log.Info("provider router listening", "addr", cfg.Addr, "callers", cfg.AllowedCallers)
+	go func() {
+		if cfg.TLS() {
+			errc <- httpSrv.ListenAndServeTLS("", "")
+		} else {
+			errc <- httpSrv.ListenAndServe()
+		}
+	}()
+	log.Info("provider router listening", "addr", cfg.Addr, "mtls", cfg.TLS(), "client_names", cfg.ClientNames,
+		"callers", cfg.AllowedCallers)
 	select {
 	case err = <-errc:
 		err = fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	case <-ctx.Done():
 	}
-	// Shutdown order: stop accepting calls, let in-flight ones finish, then flush the ledger.
+	// Shutdown order: stop accepting calls, let in-flight ones finish and their
+	// bookkeeping run, then flush the ledger; the deferred stops follow (watcher, limiter,
+	// Redis).
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if serr := httpSrv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	srv.Wait()
 	usage.Stop()
 	return err
 }

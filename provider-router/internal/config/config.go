@@ -5,49 +5,130 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the router's configuration.
 type Config struct {
 	// DatabaseURL is SWITCHYARD_DATABASE_URL; required.
 	DatabaseURL string
-	// RedisURL is SWITCHYARD_REDIS_URL; required.
+	// RedisURL is SWITCHYARD_REDIS_URL; required to serve.
 	RedisURL string
 	// Addr is SWITCHYARD_ROUTER_ADDR; default 127.0.0.1:8090 (never a public address by default).
 	Addr string
 	// ServiceKeyFile is SWITCHYARD_SERVICE_KEY_FILE, the file holding the service key callers
-	// must present in X-Service-Key; required.
+	// must present in X-Service-Key; required to serve.
 	ServiceKeyFile string
 	// AllowedCallers is SWITCHYARD_ROUTER_CALLERS, the X-Caller-Service values admitted;
 	// default "executor".
 	AllowedCallers []string
+	// TLSCert and TLSKey are SWITCHYARD_ROUTER_TLS_CERT / _KEY, the router's server
+	// certificate and key (PEM). With ClientCA they switch on mutual TLS.
+	TLSCert, TLSKey string
+	// ClientCA is SWITCHYARD_ROUTER_CLIENT_CA, the CA (PEM) that must have signed callers'
+	// client certificates.
+	ClientCA string
+	// ClientNames is SWITCHYARD_ROUTER_CLIENT_NAMES, the client certificate identities (CN
+	// or URI SAN) admitted; default "executor".
+	ClientNames []string
+	// KeysFile is SWITCHYARD_ROUTER_KEYS_FILE, the credential key ring (JSON); Keys is
+	// SWITCHYARD_ROUTER_KEYS, the same JSON inline. Neither: no provider credentials.
+	KeysFile, Keys string
+	// MaxWait is SWITCHYARD_ROUTER_MAX_WAIT, the longest a call without X-Deadline waits for
+	// rate-limit capacity; default 2m.
+	MaxWait time.Duration
+	// DefaultMaxTokens is SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS, the completion cap set on a
+	// call under a cost ceiling that sets none; default 4096.
+	DefaultMaxTokens int
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
 }
 
-// FromEnv reads the configuration.
-func FromEnv() (Config, error) {
+// TLS reports whether mutual TLS is configured.
+func (c Config) TLS() bool { return c.TLSCert != "" }
+
+func list(v, def string) []string {
+	var out []string
+	for _, s := range strings.Split(cmp.Or(v, def), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// FromEnv reads the configuration; serve says whether the settings only serving needs
+// (Redis, the service key, TLS) must be valid too.
+func FromEnv(serve bool) (Config, error) {
 	c := Config{
 		DatabaseURL:    os.Getenv("SWITCHYARD_DATABASE_URL"),
 		RedisURL:       os.Getenv("SWITCHYARD_REDIS_URL"),
 		Addr:           cmp.Or(os.Getenv("SWITCHYARD_ROUTER_ADDR"), "127.0.0.1:8090"),
 		ServiceKeyFile: os.Getenv("SWITCHYARD_SERVICE_KEY_FILE"),
+		AllowedCallers: list(os.Getenv("SWITCHYARD_ROUTER_CALLERS"), "executor"),
+		TLSCert:        os.Getenv("SWITCHYARD_ROUTER_TLS_CERT"),
+		TLSKey:         os.Getenv("SWITCHYARD_ROUTER_TLS_KEY"),
+		ClientCA:       os.Getenv("SWITCHYARD_ROUTER_CLIENT_CA"),
+		ClientNames:    list(os.Getenv("SWITCHYARD_ROUTER_CLIENT_NAMES"), "executor"),
+		KeysFile:       os.Getenv("SWITCHYARD_ROUTER_KEYS_FILE"),
+		Keys:           os.Getenv("SWITCHYARD_ROUTER_KEYS"),
 		LogLevel:       cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
 	}
-	for _, s := range strings.Split(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_CALLERS"), "executor"), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			c.AllowedCallers = append(c.AllowedCallers, s)
-		}
+	var err error
+	if c.MaxWait, err = time.ParseDuration(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_MAX_WAIT"), "2m")); err != nil || c.MaxWait <= 0 {
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_MAX_WAIT: %q is not a positive duration like 2m", os.Getenv("SWITCHYARD_ROUTER_MAX_WAIT"))
+	}
+	if c.DefaultMaxTokens, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"), "4096")); err != nil || c.DefaultMaxTokens <= 0 {
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS: %q is not a positive integer", os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"))
+	}
+	if c.DatabaseURL == "" {
+		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required")
+	}
+	if !serve {
+		return c, nil
 	}
 	switch {
-	case c.DatabaseURL == "":
-		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required")
 	case c.RedisURL == "":
 		return c, fmt.Errorf("SWITCHYARD_REDIS_URL is required")
 	case c.ServiceKeyFile == "":
 		return c, fmt.Errorf("SWITCHYARD_SERVICE_KEY_FILE is required (the file holding the service key)")
 	}
-	return c, nil
+	return c, c.checkTLS()
+}
+
+// checkTLS allows two shapes: full mutual TLS (certificate, key and client CA), or none of
+// them on a loopback address — plain HTTP never leaves the machine.
+func (c Config) checkTLS() error {
+	set := 0
+	for _, v := range []string{c.TLSCert, c.TLSKey, c.ClientCA} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set == 3:
+		return nil
+	case set > 0:
+		return fmt.Errorf("SWITCHYARD_ROUTER_TLS_CERT, SWITCHYARD_ROUTER_TLS_KEY and SWITCHYARD_ROUTER_CLIENT_CA must be set together (mutual TLS)")
+	case !Loopback(c.Addr):
+		return fmt.Errorf("SWITCHYARD_ROUTER_ADDR %s is not a loopback address: set SWITCHYARD_ROUTER_TLS_CERT, _TLS_KEY and _CLIENT_CA (plain HTTP is allowed on loopback only)", c.Addr)
+	}
+	return nil
+}
+
+// Loopback reports whether a listen address binds only the loopback interface.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

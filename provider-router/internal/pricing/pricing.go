@@ -67,6 +67,14 @@ func (t *Table) Lookup(ctx context.Context, kind, model string) (Price, error) {
 	return p, nil
 }
 
+// Invalidate makes the next Lookup read the table again (the registry watcher calls it
+// when a price changes).
+func (t *Table) Invalidate() {
+	t.mu.Lock()
+	t.expires = time.Time{}
+	t.mu.Unlock()
+}
+
 func (t *Table) load(ctx context.Context) (map[string]Price, error) {
 	rows, err := t.DB.Query(ctx, `SELECT provider_kind, model, input_per_mtok::float8, output_per_mtok::float8,
 		cached_per_mtok::float8 FROM prices`)

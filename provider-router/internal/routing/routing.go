@@ -68,14 +68,18 @@ type orgRouting struct {
 	policy    map[string]policyRow
 }
 
-// Hints that consult the user's preference (not yet configurable per user).
+// The routing hints of ARCHITECTURE.md.
 var validHints = map[string]bool{"fast": true, "reasoning": true, "code": true, "long_context": true,
 	"creative": true, "default": true}
 
-// Resolve returns the route for an organisation's call with a routing hint and an optional
-// model override from the skill.
-func (r *Resolver) Resolve(ctx context.Context, orgID, hint, modelOverride string) (Route, error) {
-	if hint == "" {
+// Resolve returns the route for an organisation's call with a routing hint, an optional
+// model override from the skill and an optional user preference. The preference names one
+// of the organisation's enabled providers and is consulted only for the default hint (an
+// empty hint or "auto" is the default hint); it picks that provider with its default model
+// (or the override). A preference naming no enabled provider is ignored, not an error: it
+// is a wish, and the organisation's policy still decides.
+func (r *Resolver) Resolve(ctx context.Context, orgID, hint, modelOverride, preference string) (Route, error) {
+	if hint == "" || hint == "auto" {
 		hint = "default"
 	}
 	if !validHints[hint] {
@@ -85,6 +89,17 @@ func (r *Resolver) Resolve(ctx context.Context, orgID, hint, modelOverride strin
 	org, err := r.load(ctx, orgID)
 	if err != nil {
 		return Route{}, err
+	}
+	if hint == "default" && preference != "" {
+		for _, p := range org.providers {
+			if p.Name != preference {
+				continue
+			}
+			if model := firstNonEmpty(modelOverride, p.Models["default"]); model != "" {
+				return Route{ProviderID: p.ID, ProviderName: p.Name, Kind: provider.Kind(p.Kind), BaseURL: p.BaseURL,
+					Jurisdiction: p.Jurisdiction, Model: model, UpdatedAt: p.UpdatedAt}, nil
+			}
+		}
 	}
 	pol, ok := org.policy[hint]
 	if !ok {
@@ -100,6 +115,45 @@ func (r *Resolver) Resolve(ctx context.Context, orgID, hint, modelOverride strin
 	}
 	return Route{ProviderID: p.ID, ProviderName: p.Name, Kind: provider.Kind(p.Kind), BaseURL: p.BaseURL,
 		Jurisdiction: p.Jurisdiction, Model: model, UpdatedAt: p.UpdatedAt}, nil
+}
+
+// Invalidate drops an organisation's cached routing ("" drops every organisation's), so
+// the next call reads the registry again.
+func (r *Resolver) Invalidate(orgID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if orgID == "" {
+		clear(r.cache)
+		return
+	}
+	delete(r.cache, orgID)
+}
+
+// Residencies a skill may require (X-Data-Residency), and the provider jurisdictions
+// each admits. "global" endpoints make no regional promise, so they serve only "any".
+var residencyAdmits = map[string]map[string]bool{
+	"":        {"eu": true, "us": true, "global": true},
+	"any":     {"eu": true, "us": true, "global": true},
+	"eu_only": {"eu": true},
+	"us_only": {"us": true},
+}
+
+// CheckResidency refuses a route whose provider jurisdiction the skill's residency
+// forbids. There is deliberately no fallback to another provider: the organisation's
+// routing policy must name a provider in the right jurisdiction for that hint.
+func CheckResidency(route Route, residency string) error {
+	admits, ok := residencyAdmits[residency]
+	if !ok {
+		return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "Unknown data residency.",
+			"Use any, eu_only or us_only.").With("residency", residency)
+	}
+	if !admits[route.Jurisdiction] {
+		return apierr.New(http.StatusForbidden, "RESIDENCY_VIOLATION",
+			"The skill's data residency forbids the provider this call is routed to.",
+			"Route the skill's hint to a provider endpoint in the required jurisdiction (e.g. a Vertex AI EU region), or change the skill's residency.").
+			With("residency", residency, "provider", route.ProviderName, "jurisdiction", route.Jurisdiction)
+	}
+	return nil
 }
 
 func routingFailed(org orgRouting, hint, why string) *apierr.Error {

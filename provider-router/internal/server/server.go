@@ -1,51 +1,99 @@
-// Package server is the provider router's HTTP surface: the locks every caller must pass
-// and POST /internal/ai/chat, which routes an OpenAI-form request to the organisation's
-// provider, prices the answer and records it in the usage ledger.
+// Package server is the provider router's HTTP surface: the three locks every caller must
+// pass (mutual TLS, the service key, the caller allowlist) and POST /internal/ai/chat,
+// which routes an OpenAI-form request to the organisation's provider, checks residency,
+// cost ceilings and the token quota, waits for rate-limit capacity, calls the provider
+// with retries behind a circuit breaker, prices the answer and records it in the usage
+// ledger.
 package server
 
 import (
+	"cmp"
 	"crypto/subtle"
-	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchyard-ai/switchyard/provider-router/internal/breaker"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/credential"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/estimate"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/pricing"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
-	"github.com/switchyard-ai/switchyard/provider-router/internal/provider/adapters"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/routing"
 	"github.com/switchyard-ai/switchyard/shared/aichat"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
-// Server holds what the handlers need.
+// Retry is the policy for provider failures that another attempt may fix (429, 5xx,
+// network). Every attempt passes the rate limiter and the breaker again, and none starts
+// when its wait would pass the call's deadline.
+type Retry struct {
+	// Attempts is the most provider calls per request; default 4.
+	Attempts int
+	// Backoff is the first pause after a failure, doubled per attempt with jitter; a
+	// provider's Retry-After wins when longer. Default 200 ms.
+	Backoff time.Duration
+	// MaxBackoff caps the pause; default 5 s.
+	MaxBackoff time.Duration
+}
+
+// Server holds what the handlers need. Zero-valued optional parts switch their feature
+// off (for focused tests): no Verifier, no mTLS lock (only allowed on loopback plain
+// HTTP, see cmd/provider-router); no Limiter, no rate limits; no Budget, no ceilings or
+// quotas; no Credentials, no provider keys.
 type Server struct {
 	DB             *pgxpool.Pool
 	ServiceKey     string
 	AllowedCallers []string
+	MTLS           *mtls.Verifier
 	Routes         *routing.Resolver
 	Prices         *pricing.Table
+	Credentials    *credential.Store
+	Limiter        *limiter.Limiter
+	Estimator      *estimate.Estimator
+	Breakers       *breaker.Set
+	Budget         *budget.Guard
 	Ledger         *ledger.Writer
 	HTTPClient     *http.Client
 	Log            *slog.Logger
+	Metrics        *Metrics
+	Retry          Retry
+	// MaxWait bounds a call's wait for rate-limit capacity when it carries no X-Deadline;
+	// default 2 min.
+	MaxWait time.Duration
+	// DefaultMaxTokens caps the completion of a call under a cost ceiling that sets no
+	// max_tokens, so its worst case is finite; default 4096.
+	DefaultMaxTokens int
 
 	mu       sync.Mutex
 	adapters map[string]cachedAdapter
+	// after tracks post-answer bookkeeping (reconcile, release, settle) run after the
+	// answer was written; Wait drains it at shutdown.
+	after sync.WaitGroup
 }
 
 type cachedAdapter struct {
 	adapter provider.Adapter
 	version time.Time
+	credVer time.Time
 }
+
+// Wait blocks until the bookkeeping of answered calls is done. Call it after the HTTP
+// server has shut down and before closing Redis or the ledger.
+func (s *Server) Wait() { s.after.Wait() }
+
+func (s *Server) maxWait() time.Duration { return cmp.Or(s.MaxWait, 2*time.Minute) }
 
 // Handler builds the echo instance.
 func (s *Server) Handler() *echo.Echo {
@@ -55,13 +103,33 @@ func (s *Server) Handler() *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("8M"))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.POST(aichat.Path, s.chat, s.serviceKeyLock, s.callerLock)
+	if s.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Metrics.gatherer, promhttp.HandlerOpts{})))
+	}
+	e.POST(aichat.Path, s.chat, s.mtlsLock, s.serviceKeyLock, s.callerLock)
 	return e
 }
 
+// lockFailed is the one answer of every lock: 403 naming the lock and nothing more, so a
+// prober learns which lock stopped it but not why.
 func lockFailed(lock string) *apierr.Error {
 	return apierr.New(http.StatusForbidden, "FORBIDDEN", "The call did not pass the router's "+lock+" lock.",
-		"Only the executor may call the router; see docs/operations.md.").With("lock", lock)
+		"Only the executor may call the router; see docs/router.md.").With("lock", lock)
+}
+
+// mtlsLock requires a client certificate from the trusted CA naming an allowlisted
+// identity. Without a Verifier (plain HTTP on loopback) it is off.
+func (s *Server) mtlsLock(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.MTLS == nil {
+		return next
+	}
+	return func(c echo.Context) error {
+		if _, err := s.MTLS.Identify(c.Request().TLS); err != nil {
+			s.Metrics.refused("FORBIDDEN_MTLS")
+			return lockFailed("mtls").Wrap(err)
+		}
+		return next(c)
+	}
 }
 
 // serviceKeyLock compares X-Service-Key with the configured key in constant time.
@@ -70,6 +138,7 @@ func (s *Server) serviceKeyLock(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		got := []byte(c.Request().Header.Get(aichat.HeaderServiceKey))
 		if len(want) == 0 || subtle.ConstantTimeCompare(got, want) != 1 {
+			s.Metrics.refused("FORBIDDEN_SERVICE_KEY")
 			return lockFailed("service_key")
 		}
 		return next(c)
@@ -80,125 +149,24 @@ func (s *Server) serviceKeyLock(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) callerLock(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !slices.Contains(s.AllowedCallers, c.Request().Header.Get(aichat.HeaderCallerService)) {
+			s.Metrics.refused("FORBIDDEN_CALLER")
 			return lockFailed("caller_service")
 		}
 		return next(c)
 	}
 }
 
-// answer is the router's response body.
-type answer struct {
-	openai.ChatCompletionResponse
-	aichat.Billing
-}
-
-func (s *Server) chat(c echo.Context) error {
-	ctx := c.Request().Context()
-	h := c.Request().Header
-	orgID := h.Get(aichat.HeaderOrgID)
-	if orgID == "" {
-		return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "X-Org-ID is required.",
-			"Send the job's organisation in X-Org-ID.").With("header", aichat.HeaderOrgID)
-	}
-	var req openai.ChatCompletionRequest
-	if err := c.Bind(&req); err != nil {
-		return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "The body is not an OpenAI chat completion request.",
-			"Send a Chat Completions JSON body.")
-	}
-	if len(req.Messages) == 0 {
-		return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "messages must not be empty.",
-			"Send at least one message.").With("field", "messages")
-	}
-	route, err := s.Routes.Resolve(ctx, orgID, h.Get(aichat.HeaderRoutingHint), firstNonEmpty(h.Get(aichat.HeaderModelOverride), req.Model))
-	if err != nil {
-		return err
-	}
-	adapter, err := s.adapter(route)
-	if err != nil {
-		return apierr.Internal(err)
-	}
-	req.Model = route.Model
-	req.Stream = false
-	started := time.Now()
-	resp, err := adapter.Chat(ctx, req)
-	latency := time.Since(started)
-	if err != nil {
-		return providerError(route, err)
-	}
-	if resp.Model == "" {
-		resp.Model = route.Model
-	}
-	cached := int64(0)
-	if d := resp.Usage.PromptTokensDetails; d != nil {
-		cached = int64(d.CachedTokens)
-	}
-	in, out := int64(resp.Usage.PromptTokens), int64(resp.Usage.CompletionTokens)
-	var cost float64
-	if price, err := s.Prices.Lookup(ctx, string(route.Kind), route.Model); err == nil {
-		cost = price.Cost(in, out, cached)
-	} else if !errors.Is(err, pricing.ErrUnknown) {
-		s.Log.Warn("reading prices", "error", err)
-	}
-	queueWait, _ := strconv.ParseInt(h.Get(aichat.HeaderQueueWaitMS), 10, 64)
-	s.Ledger.Record(ctx, ledger.Entry{
-		OrgID: orgID, UserID: h.Get(aichat.HeaderUserID), RunID: h.Get(aichat.HeaderJobID),
-		ChainID: h.Get(aichat.HeaderChainID), JobType: h.Get(aichat.HeaderJobType),
-		Provider: route.ProviderName, Model: route.Model, TokensIn: in, TokensOut: out, TokensCached: cached,
-		CostUSD: cost, Latency: latency, QueueWait: time.Duration(queueWait) * time.Millisecond,
-	})
-	return c.JSON(http.StatusOK, answer{ChatCompletionResponse: resp.ChatCompletionResponse,
-		Billing: aichat.Billing{Provider: route.ProviderName, CostUSD: cost}})
-}
-
-// adapter returns the adapter of a provider config, rebuilt when the config changed.
-func (s *Server) adapter(route routing.Route) (provider.Adapter, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a, ok := s.adapters[route.ProviderID]; ok && a.version.Equal(route.UpdatedAt) {
-		return a.adapter, nil
-	}
-	a, err := adapters.New(provider.Config{Kind: route.Kind, BaseURL: route.BaseURL, HTTPClient: s.HTTPClient})
-	if err != nil {
-		return nil, err
-	}
-	if s.adapters == nil {
-		s.adapters = map[string]cachedAdapter{}
-	}
-	s.adapters[route.ProviderID] = cachedAdapter{adapter: a, version: route.UpdatedAt}
-	return a, nil
-}
-
-// providerError maps an adapter failure to the router's answer. Retryable failures are
-// 502/503/429 so the executor retries; the rest are PROVIDER_REJECTED.
-func providerError(route routing.Route, err error) error {
-	var pe *provider.Error
-	if !errors.As(err, &pe) {
-		return apierr.New(http.StatusBadGateway, "PROVIDER_UNAVAILABLE", "The provider could not be reached.",
-			"The executor retries with backoff; check the provider's status.").
-			With("provider", route.ProviderName).Wrap(err)
-	}
-	ctx := []any{"provider", route.ProviderName, "model", route.Model, "provider_status", pe.Status, "provider_code", pe.Code}
-	switch {
-	case pe.Status == http.StatusTooManyRequests:
-		e := apierr.New(http.StatusTooManyRequests, "PROVIDER_RATE_LIMITED", "The provider refused the call for its rate limit.",
-			"The executor retries after the delay in Retry-After.").With(ctx...).Wrap(err)
-		if pe.RetryAfter > 0 {
-			e.SetHeader("Retry-After", strconv.Itoa(int(pe.RetryAfter.Seconds()+0.999)))
-		}
-		return e
-	case pe.Retryable:
-		return apierr.New(http.StatusBadGateway, "PROVIDER_UNAVAILABLE", "The provider failed to answer.",
-			"The executor retries with backoff; check the provider's status.").With(ctx...).Wrap(err)
-	}
-	return apierr.New(http.StatusBadGateway, "PROVIDER_REJECTED", "The provider rejected the request: "+pe.Message,
-		"Check the skill's model and prompt; retrying will not help.").With(ctx...).Wrap(err)
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
+// NewBreakers returns the breaker set wired to m's breaker-state gauge.
+func NewBreakers(opts breaker.Options, m *Metrics) *breaker.Set {
+	prev := opts.OnStateChange
+	opts.OnStateChange = func(endpoint string, from, to breaker.State) {
+		m.breakerState(endpoint, to)
+		if prev != nil {
+			prev(endpoint, from, to)
 		}
 	}
-	return ""
+	return breaker.New(opts)
 }
+
+// Registry is the Prometheus registry type the router's metrics use.
+type Registry = prometheus.Registry
