@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,6 +73,9 @@ type Stack struct {
 	executorURL string
 	// DB is the stack's database URL.
 	DB string
+	// RouterAddr is the router's host:port; RouterTLSDir holds the dev CA and
+	// certificates when StackOptions.RouterTLS is set.
+	RouterAddr, RouterTLSDir string
 }
 
 // StartExecutor starts the CPU executor and waits until it serves.
@@ -88,6 +93,10 @@ type StackOptions struct {
 	ExtraEnv []string
 	// NoExecutor leaves the executor stopped; start it with StartExecutor.
 	NoExecutor bool
+	// RouterTLS runs the router with mutual TLS: `provider-router certs` issues a dev CA and
+	// certificates into the test's directory, the router serves HTTPS requiring the
+	// executor's client certificate, and the executor is given its certificate.
+	RouterTLS bool
 }
 
 func freePort(t *testing.T) string {
@@ -123,9 +132,25 @@ func startStack(t *testing.T, opts StackOptions) *Stack {
 		"SWITCHYARD_LOG_LEVEL=debug",
 	}, opts.ExtraEnv...)
 
+	routerHealth := "http://" + addr["router"] + "/healthz"
+	if opts.RouterTLS {
+		tlsDir := filepath.Join(dir, "tls")
+		s.runOnce("provider-router", "certs", "--dir", tlsDir)
+		s.Env = append(s.Env,
+			"SWITCHYARD_ROUTER_TLS_CERT="+filepath.Join(tlsDir, "router.pem"),
+			"SWITCHYARD_ROUTER_TLS_KEY="+filepath.Join(tlsDir, "router-key.pem"),
+			"SWITCHYARD_ROUTER_CLIENT_CA="+filepath.Join(tlsDir, "ca.pem"),
+			"SWITCHYARD_ROUTER_URL=https://"+addr["router"],
+			"SWITCHYARD_ROUTER_CA_FILE="+filepath.Join(tlsDir, "ca.pem"),
+			"SWITCHYARD_ROUTER_CERT_FILE="+filepath.Join(tlsDir, "executor.pem"),
+			"SWITCHYARD_ROUTER_KEY_FILE="+filepath.Join(tlsDir, "executor-key.pem"))
+		s.RouterTLSDir = tlsDir
+		routerHealth = "https://" + addr["router"] + "/healthz"
+	}
+	s.RouterAddr = addr["router"]
 	s.runOnce("dispatcher", "migrate")
 	s.runOnce("dispatcher", "bootstrap", "--key-file", filepath.Join(dir, "admin.key"),
-		"--skills", filepath.Join(root, "skills"), "--sim-url", s.SimURL+"/v1")
+		"--skills", filepath.Join(root, "skills"), "--tools", filepath.Join(root, "tools"), "--sim-url", s.SimURL+"/v1")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
 	require.NoError(t, err)
 	s.AdminKey = strings.TrimSpace(string(key))
@@ -133,7 +158,7 @@ func startStack(t *testing.T, opts StackOptions) *Stack {
 	s.start("sim-llm", append([]string{"--addr", addr["sim"]}, opts.SimArgs...)...)
 	s.waitHealthy(s.SimURL + "/healthz")
 	s.start("provider-router")
-	s.waitHealthy("http://" + addr["router"] + "/healthz")
+	s.waitHealthy(routerHealth)
 	s.executorURL = "http://" + addr["executor"]
 	if !opts.NoExecutor {
 		s.StartExecutor()
@@ -202,8 +227,17 @@ func tail(s string, n int) string {
 func (s *Stack) waitHealthy(url string) {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	client := http.DefaultClient
+	if s.RouterTLSDir != "" && strings.HasPrefix(url, "https://") {
+		// The health check proves the router serves TLS with a certificate the dev CA signed.
+		ca, err := os.ReadFile(filepath.Join(s.RouterTLSDir, "ca.pem"))
+		require.NoError(s.t, err)
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(ca)
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	}
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
+		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

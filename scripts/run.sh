@@ -2,7 +2,7 @@
 # run.sh — the whole platform on this machine, for `make run`, `make start`, `make stop`, `make status`.
 #
 #   scripts/run.sh [run]   build; start Postgres and Redis (scripts/stack.sh, profile run); migrate;
-#                          bootstrap; start sim-llm, provider-router, executor, dispatcher; wait until
+#                          bootstrap; start sim-llm, demo-tool, provider-router, executor, dispatcher; wait until
 #                          each is healthy; print a summary; stay in the foreground. Ctrl-C (or TERM)
 #                          stops the services and the run profile's Postgres and Redis.
 #   scripts/run.sh start   the same, but return as soon as everything is ready (processes stay up)
@@ -40,17 +40,21 @@ log_dir="$run_dir/logs"
 pid_dir="$run_dir/pids"
 key_file=".run/admin.key"
 service_key="$run_dir/service.key"
+tls_dir="$run_dir/tls"
+router_keys="$run_dir/router-keys.json"
 
 dispatcher_addr=${SWITCHYARD_DISPATCHER_ADDR:-127.0.0.1:8080}
 router_addr=${SWITCHYARD_ROUTER_ADDR:-127.0.0.1:8090}
 executor_addr=${SWITCHYARD_EXECUTOR_ADDR:-127.0.0.1:8081}
 executor_gpu_addr=${SWITCHYARD_EXECUTOR_GPU_ADDR:-127.0.0.1:8082}
 sim_addr=${SIM_LLM_ADDR:-127.0.0.1:8099}
+# The demo tool endpoint of demo_react; tools/*.yaml point at this address.
+demo_tool_addr=127.0.0.1:8097
 ready_timeout=${SWITCHYARD_READY_TIMEOUT:-60}
 
 # Every process this script may start, in start order; stopped in reverse order.
-all_services=(sim-llm provider-router executor executor-gpu dispatcher)
-services=(sim-llm provider-router executor)
+all_services=(sim-llm demo-tool provider-router executor executor-gpu dispatcher)
+services=(sim-llm demo-tool provider-router executor)
 [ "${SWITCHYARD_GPU:-0}" = 1 ] && services+=(executor-gpu)
 services+=(dispatcher)
 
@@ -63,6 +67,7 @@ addr_of() {
     executor) echo "$executor_addr" ;;
     executor-gpu) echo "$executor_gpu_addr" ;;
     sim-llm) echo "$sim_addr" ;;
+    demo-tool) echo "$demo_tool_addr" ;;
   esac
 }
 
@@ -73,6 +78,7 @@ addr_var_of() {
     executor) echo SWITCHYARD_EXECUTOR_ADDR ;;
     executor-gpu) echo SWITCHYARD_EXECUTOR_GPU_ADDR ;;
     sim-llm) echo SIM_LLM_ADDR ;;
+    demo-tool) echo "(fixed: tools/*.yaml point at 127.0.0.1:8097)" ;;
   esac
 }
 
@@ -81,7 +87,10 @@ url_of() {
   local addr; addr=$(addr_of "$1")
   local host=${addr%:*} port=${addr##*:}
   case "$host" in ""|0.0.0.0|"[::]"|"::") host=127.0.0.1 ;; esac
-  echo "http://$host:$port"
+  local scheme=http
+  # The router serves only mutual TLS (certificates from the dev CA in .run/tls).
+  [ "$1" = provider-router ] && scheme=https
+  echo "$scheme://$host:$port"
 }
 
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
@@ -107,6 +116,11 @@ pid_of() {
 running() { pid_of "$1" >/dev/null; }
 
 http_ok() {
+  if [[ "$1" == https://* ]]; then
+    # /healthz needs no client certificate, only trust in the dev CA.
+    curl -fsS -o /dev/null --max-time 2 --cacert "$tls_dir/ca.pem" "$1" 2>/dev/null
+    return
+  fi
   if command -v curl >/dev/null 2>&1; then
     curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null
   else
@@ -174,7 +188,14 @@ start_service() {
   [ -f "$log" ] && mv -f "$log" "$log.1"
   case "$name" in
     sim-llm) cmd=("$bin_dir/$name" --addr "$sim_addr") ;;
-    executor|executor-gpu) cmd=(env "SWITCHYARD_EXECUTOR_ADDR=$(addr_of "$name")" "$bin_dir/$name" serve) ;;
+    demo-tool) cmd=("$bin_dir/$name" --addr "$demo_tool_addr") ;;
+    # Only the router holds the server certificate and the credential key ring; only the
+    # executors hold a client certificate.
+    provider-router) cmd=(env "SWITCHYARD_ROUTER_TLS_CERT=$tls_dir/router.pem" "SWITCHYARD_ROUTER_TLS_KEY=$tls_dir/router-key.pem"
+      "SWITCHYARD_ROUTER_CLIENT_CA=$tls_dir/ca.pem" "SWITCHYARD_ROUTER_KEYS_FILE=$router_keys" "$bin_dir/$name" serve) ;;
+    executor|executor-gpu) cmd=(env "SWITCHYARD_EXECUTOR_ADDR=$(addr_of "$name")" "SWITCHYARD_ROUTER_CA_FILE=$tls_dir/ca.pem"
+      "SWITCHYARD_ROUTER_CERT_FILE=$tls_dir/executor.pem" "SWITCHYARD_ROUTER_KEY_FILE=$tls_dir/executor-key.pem"
+      "$bin_dir/$name" serve) ;;
     *) cmd=("$bin_dir/$name" serve) ;;
   esac
   # setsid: own session, so a terminal's Ctrl-C or hang-up reaches only this script, which stops
@@ -211,7 +232,7 @@ summary() {
   cat <<EOF
 
 Switchyard is running${1:+ (ready in $1 s)}
-  dispatcher       $(url_of dispatcher)   API, /healthz, /readyz
+  dispatcher       $(url_of dispatcher)   API, web UI at /ui, /healthz, /readyz, /metrics
   provider-router  $(url_of provider-router)
   executor         $(url_of executor)   /healthz, /metrics
 EOF
@@ -289,6 +310,12 @@ if [ ! -s "$service_key" ]; then
   say "created .run/service.key"
 fi
 chmod 600 "$service_key"
+# The dev CA and the router's and executor's certificates, and the key ring that encrypts
+# provider credentials at rest; both commands keep what already exists.
+"$bin_dir/provider-router" certs --dir "$tls_dir" >"$log_dir/certs.log" 2>&1 ||
+  fail certs "provider-router certs failed; see .run/logs/certs.log"
+"$bin_dir/provider-router" credentials keygen --file "$router_keys" >>"$log_dir/certs.log" 2>&1 ||
+  fail certs "provider-router credentials keygen failed; see .run/logs/certs.log"
 
 export SWITCHYARD_LOG_LEVEL=${SWITCHYARD_LOG_LEVEL:-info}
 export SWITCHYARD_SERVICE_KEY_FILE="$service_key"
@@ -300,9 +327,9 @@ export SIM_LLM_ADDR="$sim_addr"
 say "migrating the database"
 "$bin_dir/dispatcher" migrate >"$log_dir/migrate.log" 2>&1 || fail migrate "dispatcher migrate failed"
 
-say "bootstrapping (organisation, admin key, sim-llm provider, skills/)"
+say "bootstrapping (organisation, admin key, sim-llm provider, tools/, skills/)"
 # stdout carries the admin key: keep it out of the log; the key file is the record.
-"$bin_dir/dispatcher" bootstrap --skills skills --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
+"$bin_dir/dispatcher" bootstrap --skills skills --tools tools --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
   2>"$log_dir/bootstrap.log" >/dev/null || fail bootstrap "dispatcher bootstrap failed"
 [ -f "$key_file" ] && chmod 600 "$key_file"
 

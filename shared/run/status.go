@@ -24,12 +24,13 @@ const (
 )
 
 // transitions lists, for each status, the statuses a run may move to from it.
-// Running -> Queued is a retry after a transient failure or a drained worker.
+// Running -> Queued is a retry after a transient failure or a drained worker; Running ->
+// Rejected is a resumed run whose held tool call a reviewer rejected.
 var transitions = map[Status][]Status{
 	HeldForReview: {Queued, Rejected, Cancelled},
 	Queued:        {Running, Cancelled, Failed, Skipped},
 	Running: {Queued, PendingReview, Completed, CompletedMaxIterations, CompletedBudgetExhausted,
-		Failed, TimedOut, Cancelled},
+		Failed, TimedOut, Cancelled, Rejected},
 	PendingReview: {Queued, Rejected, Cancelled, TimedOut},
 }
 

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -42,7 +43,10 @@ type bundle struct {
 	key       string
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T) *bundle { return setupWith(t, app.Options{}) }
+
+// setupWith is setup with some app options set (DB, Redis, Asynq and Log are filled in).
+func setupWith(t *testing.T, o app.Options) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	_, pool := testkit.DB(t)
@@ -60,8 +64,10 @@ func setup(t *testing.T) *bundle {
 	_, err = bootstrap.LoadSkills(ctx, pool, orgID, filepath.Join("..", "..", "..", "skills"), "test")
 	require.NoError(t, err)
 
-	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: opt, Log: log,
-		ReconcileEvery: time.Hour, CallbackEvery: 20 * time.Millisecond})
+	o.DB, o.Redis, o.Asynq, o.Log = pool, rdb, opt, log
+	o.ReconcileEvery = cmp.Or(o.ReconcileEvery, time.Hour)
+	o.CallbackEvery = cmp.Or(o.CallbackEvery, 20*time.Millisecond)
+	a := app.New(o)
 	a.Start(ctx)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() {

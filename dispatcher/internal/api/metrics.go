@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/hibiken/asynq"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +76,9 @@ func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		start := time.Now()
 		err := next(c)
 		code := c.Response().Status
+		if err == nil && !c.Response().Committed && websocket.IsWebSocketUpgrade(c.Request()) {
+			code = http.StatusSwitchingProtocols // hijacked: echo never saw the 101
+		}
 		if err != nil {
 			// The error handler has not written yet: take the status it will write.
 			var he *echo.HTTPError
@@ -127,25 +132,26 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		q.db.Log.Warn("metrics_queue_list_failed", "error", err)
 		return
 	}
-	names := make([]string, 0, len(qs)+1)
-	for _, x := range qs {
-		names = append(names, x.Name)
+	// asynq knows only tiers that ever held a task; the others report an empty backlog.
+	known, err := q.inspector.Queues()
+	if err != nil {
+		q.db.Log.Warn("metrics_queue_list_failed", "error", err)
+		return
 	}
-	for _, name := range names {
+	for _, x := range qs {
+		name := x.Name
 		for _, p := range []run.Priority{run.PriorityCritical, run.PriorityHigh, run.PriorityNormal, run.PriorityLow} {
 			var pending, active, scheduled, retry float64
 			var age float64
-			info, err := q.inspector.GetQueueInfo(queue.Tier(name, p))
-			switch {
-			case err == nil:
+			if tier := queue.Tier(name, p); slices.Contains(known, tier) {
+				info, err := q.inspector.GetQueueInfo(tier)
+				if err != nil {
+					q.db.Log.Warn("metrics_queue_info_failed", "queue", name, "priority", string(p), "error", err)
+					continue
+				}
 				pending, active = float64(info.Pending), float64(info.Active)
 				scheduled, retry = float64(info.Scheduled), float64(info.Retry)
 				age = info.Latency.Seconds()
-			case errors.Is(err, asynq.ErrQueueNotFound):
-				// Nothing was ever enqueued on this tier: an empty backlog.
-			default:
-				q.db.Log.Warn("metrics_queue_info_failed", "queue", name, "priority", string(p), "error", err)
-				continue
 			}
 			for state, v := range map[string]float64{"pending": pending, "active": active, "scheduled": scheduled, "retry": retry} {
 				ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, v, name, string(p), state)

@@ -17,6 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/callback"
 	"github.com/switchyard-ai/switchyard/shared/queue"
@@ -440,3 +441,49 @@ func TestUnknownJobIsNotFoundEverywhere(t *testing.T) {
 		require.Equal(t, "JOB_NOT_FOUND", res["code"], fmt.Sprint(path))
 	}
 }
+
+// TestApprovePausedRunReplacesItsFinishedTask covers a run paused mid-way for review whose
+// finished task is still kept in Redis (task retention): approving it must put a new task
+// on the queue, not be swallowed by the old task's id.
+func TestApprovePausedRunReplacesItsFinishedTask(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, app.Options{TaskRetention: time.Hour})
+	_, res := b.dispatch(demo)
+	id := res["jobId"].(string)
+	tier := queue.Tier("default", run.PriorityNormal)
+
+	// A worker takes the task and pauses the run for review, finishing its task.
+	opt := asynq.RedisClientOpt{Addr: b.rdb.Options().Addr, DB: b.rdb.Options().DB}
+	done := make(chan struct{})
+	srv := asynq.NewServer(opt, asynq.Config{Queues: map[string]int{tier: 1}, TaskCheckInterval: 10 * time.Millisecond,
+		Logger: quietLogger{}})
+	require.NoError(t, srv.Start(asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
+		if _, err := run.Claim(ctx, b.pool, id); err != nil {
+			return err
+		}
+		_, err := run.Transition(ctx, b.pool, id, run.PendingReview, run.Change{})
+		close(done)
+		return err
+	})))
+	<-done
+	waitFor(t, func() bool {
+		info, err := b.inspector.GetTaskInfo(tier, id)
+		return err == nil && info.State == asynq.TaskStateCompleted
+	}, "the task to complete")
+	srv.Shutdown()
+
+	approver := b.newKey(auth.RoleApprove)
+	code, res := b.do(approver, http.MethodPost, "/api/v1/dispatch/"+id+"/approve", `{"reason":"go on"}`)
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	info, err := b.inspector.GetTaskInfo(tier, id)
+	require.NoError(t, err)
+	require.Equal(t, asynq.TaskStatePending, info.State, "a new task waits for an executor")
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Debug(...any) {}
+func (quietLogger) Info(...any)  {}
+func (quietLogger) Warn(...any)  {}
+func (quietLogger) Error(...any) {}
+func (quietLogger) Fatal(...any) {}

@@ -61,7 +61,7 @@ func New(o Options) *App {
 	reg := registry.New(o.DB, o.Log)
 	tracker := &queueinfo.Tracker{Inspector: inspector, Redis: o.Redis, Log: o.Log}
 	svc := &dispatch.Service{
-		DB: o.DB, Queue: client, Events: &event.Publisher{Redis: o.Redis}, Log: o.Log,
+		DB: o.DB, Queue: client, Tasks: inspector, Events: &event.Publisher{Redis: o.Redis}, Log: o.Log,
 		Registry: reg, Limiter: ratelimit.New(o.Redis), Queues: tracker,
 		Governor:  &governance.Governor{Quota: &governance.StoreQuota{DB: o.DB}},
 		Retention: o.TaskRetention, Resolver: o.Resolver,
@@ -92,6 +92,7 @@ func (a *App) Start(ctx context.Context) {
 
 // Stop stops in reverse order and closes the Redis clients. Stop the HTTP server first.
 func (a *App) Stop() {
+	a.Server.CloseLive() // WebSocket clients: hijacked, so http.Server.Shutdown leaves them open
 	a.Callbacks.Stop()
 	a.Reconciler.Stop()
 	a.Queues.Stop()

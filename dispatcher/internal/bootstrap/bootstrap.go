@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/shared/skill"
+	"github.com/switchyard-ai/switchyard/shared/tool"
 )
 
 // Options say what to prepare.
@@ -27,6 +28,7 @@ type Options struct {
 	Jurisdiction string // default "eu"
 	KeyFile      string // where the admin key is written; required
 	SkillsDir    string // the catalogue; empty skips it
+	ToolsDir     string // the tool catalogue (tools/*.yaml); empty skips it
 	SimURL       string // sim-llm's OpenAI base URL, e.g. http://127.0.0.1:8099/v1; empty skips the provider
 }
 
@@ -36,6 +38,7 @@ type Result struct {
 	Key        string
 	KeyCreated bool
 	Skills     map[string]skill.Action
+	Tools      []string
 }
 
 // Run prepares the development organisation.
@@ -61,6 +64,18 @@ func Run(ctx context.Context, pool *pgxpool.Pool, opts Options, log *slog.Logger
 				return err
 			}
 		}
+		if opts.ToolsDir != "" {
+			tools, err := tool.LoadDir(opts.ToolsDir)
+			if err != nil {
+				return err
+			}
+			for _, t := range tools {
+				if err := tool.Install(ctx, tx, t); err != nil {
+					return err
+				}
+				res.Tools = append(res.Tools, t.Name)
+			}
+		}
 		if opts.SkillsDir != "" {
 			if res.Skills, err = LoadSkills(ctx, tx, res.OrgID, opts.SkillsDir, "bootstrap"); err != nil {
 				return err
@@ -77,7 +92,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, opts Options, log *slog.Logger
 		}
 	}
 	log.Info("bootstrap done", "org_id", res.OrgID, "org", opts.OrgSlug, "key_created", res.KeyCreated,
-		"skills", len(res.Skills))
+		"skills", len(res.Skills), "tools", len(res.Tools))
 	return res, nil
 }
 

@@ -39,10 +39,17 @@ type Enqueuer interface {
 	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
 }
 
+// Tasks looks up and removes tasks; *asynq.Inspector satisfies it.
+type Tasks interface {
+	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
+	DeleteTask(queue, id string) error
+}
+
 // Service runs the dispatch pipeline.
 type Service struct {
 	DB        *pgxpool.Pool
 	Queue     Enqueuer
+	Tasks     Tasks
 	Events    *event.Publisher
 	Registry  *registry.Cache
 	Limiter   *ratelimit.Limiter
@@ -320,6 +327,25 @@ func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, p
 	})
 	if err != nil {
 		return err
+	}
+	_, err = s.Queue.EnqueueContext(ctx, task)
+	if !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return err
+	}
+	// The run's id is taken. A task that is pending, active, scheduled or retrying is this
+	// run's live task: nothing to do. A finished one (kept for inspection, or archived) is
+	// an earlier attempt of a run that is runnable again — a resumed review, a repair —
+	// and must make way for the new task.
+	tier := queue.Tier(queueName, priority)
+	info, err := s.Tasks.GetTaskInfo(tier, runID)
+	if err != nil {
+		return fmt.Errorf("inspecting task of run %s: %w", runID, err)
+	}
+	if info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived {
+		return nil
+	}
+	if err := s.Tasks.DeleteTask(tier, runID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return fmt.Errorf("removing finished task of run %s: %w", runID, err)
 	}
 	_, err = s.Queue.EnqueueContext(ctx, task)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {

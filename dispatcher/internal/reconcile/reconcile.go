@@ -92,11 +92,11 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, c := range cands {
-		_, err := r.Tasks.GetTaskInfo(queue.Tier(c.Queue, run.Priority(c.Priority)), c.ID)
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+		info, err := r.Tasks.GetTaskInfo(queue.Tier(c.Queue, run.Priority(c.Priority)), c.ID)
+		switch {
+		case err == nil && info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived:
+			continue // its task is live
+		case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
 			return n, err
 		}
 		if err := r.Requeuer.Requeue(ctx, c.ID); err != nil {

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,8 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/config"
+	"github.com/switchyard-ai/switchyard/executor/internal/gpu"
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/runner"
+	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/executor/internal/worker"
 	"github.com/switchyard-ai/switchyard/migrations"
 	"github.com/switchyard-ai/switchyard/shared/event"
@@ -73,12 +76,35 @@ func Main(ctx context.Context, service, class string, args []string) error {
 		return err
 	}
 
+	coordinator := asynq.NewClientFromRedisClient(rdb)
+	// Mutual TLS to the router when configured (SWITCHYARD_ROUTER_CA_FILE & co.).
+	routerTransport := &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}
+	if cfg.RouterCAFile != "" {
+		if routerTransport.TLSClientConfig, err = routerclient.TLSConfig(cfg.RouterCAFile, cfg.RouterCertFile, cfg.RouterKeyFile); err != nil {
+			return err
+		}
+	}
 	rn := &runner.Runner{
 		DB: pool, Events: &event.Publisher{Redis: rdb}, Log: log,
+		Tooling: &toolcall.Invoker{AllowPrivate: cfg.ToolAllowPrivate},
+		Queue:   coordinator,
 		Router: &routerclient.Client{
 			BaseURL: cfg.RouterURL, ServiceKey: strings.TrimSpace(string(keyBytes)), Caller: "executor",
-			HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}},
+			HTTP: &http.Client{Transport: routerTransport},
 		},
+	}
+	gpuStatus := map[string]any{}
+	if cfg.Class == "gpu" {
+		probe := gpu.Probe{}
+		if ms, err := probe.Sample(ctx); err != nil {
+			// Say it loudly: GPU-class work will run, but without an accelerator.
+			log.Warn("no GPU visible; jobs run without GPU telemetry", "reason", err.Error())
+			gpuStatus = map[string]any{"visible": false, "reason": err.Error()}
+		} else {
+			log.Info("gpus visible", "count", len(ms), "name", ms[0].Name)
+			gpuStatus = map[string]any{"visible": true, "count": len(ms), "gpus": ms}
+			rn.GPU = func(ctx context.Context) (any, error) { return probe.Sample(ctx) }
+		}
 	}
 	// Bind the listener first: an executor that cannot serve /healthz must not take work.
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -89,6 +115,7 @@ func Main(ctx context.Context, service, class string, args []string) error {
 	mux.HandleFunc(queue.TypeRun, rn.HandleRun)
 	w := worker.New(pool, asynqOpt, mux, worker.Options{
 		Class: cfg.Class, Only: cfg.Queues, TaskCheckInterval: cfg.TaskCheckInterval, ShutdownTimeout: cfg.ShutdownGrace,
+		Redis: rdb,
 	}, log)
 	if err := w.Start(ctx); err != nil {
 		ln.Close()
@@ -98,7 +125,11 @@ func Main(ctx context.Context, service, class string, args []string) error {
 	httpMux := http.NewServeMux()
 	httpMux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(rw, `{"status":"ok","class":%q,"queues":%q}`, cfg.Class, w.Queues())
+		body := map[string]any{"status": "ok", "class": cfg.Class, "queues": w.Queues()}
+		if cfg.Class == "gpu" {
+			body["gpu"] = gpuStatus
+		}
+		_ = json.NewEncoder(rw).Encode(body)
 	})
 	httpMux.Handle("GET /metrics", promhttp.Handler())
 	httpSrv := &http.Server{Addr: cfg.Addr, Handler: httpMux, ReadHeaderTimeout: 5 * time.Second}

@@ -23,6 +23,11 @@ type Config struct {
 	Addr string
 	// RouterURL is SWITCHYARD_ROUTER_URL; default http://127.0.0.1:8090.
 	RouterURL string
+	// RouterCAFile, RouterCertFile and RouterKeyFile are SWITCHYARD_ROUTER_CA_FILE,
+	// SWITCHYARD_ROUTER_CERT_FILE and SWITCHYARD_ROUTER_KEY_FILE: the CA that signed the
+	// router's certificate and this executor's client certificate and key, for the
+	// router's mutual TLS. All three or none (plain HTTP to a loopback router).
+	RouterCAFile, RouterCertFile, RouterKeyFile string
 	// ServiceKeyFile is SWITCHYARD_SERVICE_KEY_FILE, the file holding the router's service
 	// key; required.
 	ServiceKeyFile string
@@ -36,6 +41,10 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
+	// ToolAllowPrivate is SWITCHYARD_TOOL_ALLOW_PRIVATE, a comma-separated netguard
+	// allowlist (host, host:port, *.domain, address or CIDR) of private destinations every
+	// tool call may reach, the built-in http_request tool included; default none.
+	ToolAllowPrivate []string
 }
 
 // FromEnv reads the configuration for a class.
@@ -51,6 +60,9 @@ func FromEnv(class string) (Config, error) {
 		Addr:           cmp.Or(os.Getenv("SWITCHYARD_EXECUTOR_ADDR"), defAddr),
 		RouterURL:      cmp.Or(os.Getenv("SWITCHYARD_ROUTER_URL"), "http://127.0.0.1:8090"),
 		ServiceKeyFile: os.Getenv("SWITCHYARD_SERVICE_KEY_FILE"),
+		RouterCAFile:   os.Getenv("SWITCHYARD_ROUTER_CA_FILE"),
+		RouterCertFile: os.Getenv("SWITCHYARD_ROUTER_CERT_FILE"),
+		RouterKeyFile:  os.Getenv("SWITCHYARD_ROUTER_KEY_FILE"),
 		LogLevel:       cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
 	}
 	if q := os.Getenv("SWITCHYARD_QUEUES"); q != "" {
@@ -60,6 +72,7 @@ func FromEnv(class string) (Config, error) {
 			}
 		}
 	}
+	c.ToolAllowPrivate = list(os.Getenv("SWITCHYARD_TOOL_ALLOW_PRIVATE"))
 	var err error
 	if c.TaskCheckInterval, err = duration("SWITCHYARD_TASK_CHECK_INTERVAL", "10ms"); err != nil {
 		return c, err
@@ -74,8 +87,21 @@ func FromEnv(class string) (Config, error) {
 		return c, fmt.Errorf("SWITCHYARD_REDIS_URL is required")
 	case c.ServiceKeyFile == "":
 		return c, fmt.Errorf("SWITCHYARD_SERVICE_KEY_FILE is required (the file holding the router's service key)")
+	case (c.RouterCAFile != "" || c.RouterCertFile != "" || c.RouterKeyFile != "") &&
+		(c.RouterCAFile == "" || c.RouterCertFile == "" || c.RouterKeyFile == ""):
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_CA_FILE, SWITCHYARD_ROUTER_CERT_FILE and SWITCHYARD_ROUTER_KEY_FILE must be set together (mutual TLS to the router)")
 	}
 	return c, nil
+}
+
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func duration(name, def string) (time.Duration, error) {

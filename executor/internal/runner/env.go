@@ -50,7 +50,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
 		return nil, err
 	}
-	sp.Set("latency_ms", time.Since(started).Milliseconds())
+	sp.Set("latency_ms", float64(time.Since(started).Microseconds())/1000)
 
 	// Journal the answer and add it to the run's totals in one transaction, before anything
 	// else happens: a retry from here on replays it instead of paying for it again.

@@ -25,6 +25,9 @@ type Run struct {
 	Attempts                    int
 	QueuedAt                    *time.Time
 	CancelRequested             bool
+	// DeadlineAt, when set, bounds the whole run across attempts (the task's timeout bounds
+	// one attempt).
+	DeadlineAt *time.Time
 }
 
 var errRunMissing = errors.New("run missing")
@@ -34,10 +37,10 @@ func loadRun(ctx context.Context, db run.DB, id string) (Run, error) {
 	var chainID, chainStep *string
 	err := db.QueryRow(ctx, `SELECT id, org_id, trace_id, job_type, status, priority, queue, user_id,
 			execution_type, payload, skill_version, chain_id::text, chain_step, cost_ceiling_usd::float8,
-			attempts, queued_at, cancel_requested_at IS NOT NULL
+			attempts, queued_at, cancel_requested_at IS NOT NULL, deadline_at
 		FROM runs WHERE id = $1`, id).Scan(&r.ID, &r.OrgID, &r.TraceID, &r.JobType, &r.Status, &r.Priority,
 		&r.Queue, &r.UserID, &r.ExecutionType, &r.Payload, &r.SkillVersion, &chainID, &chainStep,
-		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested)
+		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, errRunMissing
 	}

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/tier"
+	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -36,6 +38,15 @@ type Runner struct {
 	Events *event.Publisher
 	Router Router
 	Log    *slog.Logger
+	// Tooling performs tool calls; required for tool_using skills.
+	Tooling *toolcall.Invoker
+	// Queue reports chain steps' ends to the coordinator queue; required for chain steps.
+	Queue *asynq.Client
+	// GPU, when set, samples GPU telemetry, sent as job:gpu_metrics while a run executes
+	// (executor-gpu with a visible GPU).
+	GPU func(ctx context.Context) (any, error)
+	// GPUInterval is how often GPU telemetry is sampled during a run; default 10s.
+	GPUInterval time.Duration
 }
 
 // HandleRun is the asynq handler of queue.TypeRun tasks.
@@ -53,14 +64,18 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	if rn.Status.Terminal() && rn.ChainID != "" {
+		// A re-delivered task of a finished chain step: report again in case the first
+		// report was lost (the coordinator task id makes a duplicate a no-op).
+		return r.reportStep(ctx, log, rn)
+	}
 	if rn.Status.Terminal() || rn.Status == run.HeldForReview || rn.Status == run.PendingReview {
 		// A duplicate or stale task: Postgres says the run is not ours to execute.
 		log.Info("task for a run that is not runnable; dropped", "status", rn.Status)
 		return nil
 	}
 	if rn.CancelRequested {
-		r.finish(ctx, log, rn, run.Cancelled, nil, codedError("CANCELLED", "the run was cancelled before it started"))
-		return nil
+		return r.finish(ctx, log, rn, run.Cancelled, nil, codedError("CANCELLED", "the run was cancelled before it started"))
 	}
 	prev, err := run.Claim(ctx, r.DB, rn.ID)
 	if err != nil {
@@ -72,6 +87,11 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0}
+	if rn.DeadlineAt != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, *rn.DeadlineAt)
+		defer cancel()
+	}
 	return x.execute(ctx)
 }
 
@@ -104,14 +124,17 @@ func (x *execution) execute(ctx context.Context) error {
 	} else {
 		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue, "resumed": true})
 	}
+	if x.GPU != nil {
+		stop := x.gpuTelemetry(ctx)
+		defer stop()
+	}
 
 	resolve := x.StartSpan(ctx, rn.ID, span.SkillResolve, "resolve "+rn.JobType)
 	sk, err := skill.Get(ctx, x.DB, rn.OrgID, rn.JobType)
 	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
 		x.EndSpan(ctx, resolve.Set("enabled", false), span.Error)
-		x.finish(ctx, x.log, rn, run.Failed, nil, codedError("SKILL_DISABLED_AFTER_DISPATCH",
+		return x.finish(ctx, x.log, rn, run.Failed, nil, codedError("SKILL_DISABLED_AFTER_DISPATCH",
 			fmt.Sprintf("the skill for %q was disabled or removed after the job was dispatched", rn.JobType)))
-		return nil
 	}
 	if err != nil {
 		x.EndSpan(ctx, resolve, span.Error)
@@ -130,6 +153,8 @@ func (x *execution) execute(ctx context.Context) error {
 	switch run.ExecutionType(sk.ExecutionType) {
 	case run.LLMOnly:
 		out, err = tier.LLMOnly(ctx, x, job)
+	case run.ToolUsing:
+		out, err = tier.React(ctx, x, job)
 	default:
 		err = tier.Permanent("UNSUPPORTED_EXECUTION_TYPE",
 			"execution type %q is not supported by this executor version", sk.ExecutionType)
@@ -137,7 +162,39 @@ func (x *execution) execute(ctx context.Context) error {
 	if err != nil {
 		return x.retryOrFail(ctx, err)
 	}
-	x.finish(ctx, x.log, rn, out.Status, out.Output, nil, out.Warnings...)
+	switch out.Status {
+	case run.PendingReview:
+		return x.pause(ctx, out.Held)
+	case run.Rejected:
+		return x.finish(ctx, x.log, rn, run.Rejected, nil, codedError("REJECTED", out.Reason))
+	}
+	return x.finish(ctx, x.log, rn, out.Status, out.Output, nil, out.Warnings...)
+}
+
+// pause moves the run to pending_review, holding no worker: the task ends here, and the
+// dispatcher's approve endpoint re-enqueues the run, which then replays its journal up to
+// the held calls and asks for the review's decision.
+func (x *execution) pause(ctx context.Context, held []tier.Held) error {
+	ctx = context.WithoutCancel(ctx)
+	reasons := make([]map[string]any, 0, len(held))
+	for _, h := range held {
+		reasons = append(reasons, map[string]any{"code": "TOOL_REQUIRES_APPROVAL", "tool": h.Tool,
+			"call_id": h.CallID, "arguments": h.Arguments})
+	}
+	// The status and the reasons change together: a reviewer never sees a paused run
+	// without knowing why.
+	err := pgx.BeginFunc(ctx, x.DB, func(tx pgx.Tx) error {
+		if _, err := run.Transition(ctx, tx, x.run.ID, run.PendingReview, run.Change{}); err != nil {
+			return err
+		}
+		return addHoldReasons(ctx, tx, x.run.ID, reasons)
+	})
+	if err != nil {
+		return fmt.Errorf("pausing run for approval: %w", err)
+	}
+	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": "TOOL_REQUIRES_APPROVAL",
+		"tools": held})
+	x.log.Info("run paused for approval of tool calls", "tools", len(held))
 	return nil
 }
 
@@ -147,17 +204,30 @@ func (x *execution) execute(ctx context.Context) error {
 func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	rn := x.run
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		x.finish(context.WithoutCancel(ctx), x.log, rn, run.TimedOut, nil,
+		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.TimedOut, nil,
 			codedError("TIMED_OUT", "the run exceeded its skill's timeout"))
-		return nil
+	}
+	if errors.Is(err, tier.ErrCancelled) || ctx.Err() != nil {
+		// asynq cancels the handler's context when the dispatcher asks it to
+		// (CancelProcessing); cancellation itself is state in Postgres.
+		requested, cerr := cancelRequested(ctx, x.DB, rn.ID)
+		if cerr == nil && requested {
+			return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Cancelled, nil,
+				codedError("CANCELLED", "the run was cancelled while it was running"))
+		}
+		if ctx.Err() != nil {
+			// Not a cancellation: the worker lost its lease or is going away. The run stays
+			// running and the task's next delivery resumes it from the journal.
+			x.log.Warn("attempt interrupted; the run resumes on the task's next delivery", "error", err)
+			return err
+		}
 	}
 	code, msg, permanent := classify(err)
 	e := codedError(code, msg)
 	retries, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	if permanent || retries >= maxRetry {
-		x.finish(context.WithoutCancel(ctx), x.log, rn, run.Failed, nil, e)
-		return nil
+		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Failed, nil, e)
 	}
 	if _, terr := run.Transition(context.WithoutCancel(ctx), x.DB, rn.ID, run.Queued, run.Change{AttemptError: e}); terr != nil {
 		x.log.Error("recording failed attempt", "error", terr)
@@ -184,9 +254,11 @@ func codedError(code, msg string) json.RawMessage {
 	return b
 }
 
-// finish moves the run to a terminal status with its output or error and emits the event.
+// finish moves the run to a terminal status with its output or error, emits the event and,
+// for a chain step, reports to the coordinator. An error means the report could not be
+// queued: the task is retried, and its next delivery reports again.
 func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.Status, output map[string]any,
-	errBody json.RawMessage, warnings ...string) {
+	errBody json.RawMessage, warnings ...string) error {
 	c := run.Change{Error: errBody}
 	if errBody != nil {
 		c.AttemptError = errBody
@@ -199,7 +271,7 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 	}
 	if _, err := run.Transition(ctx, r.DB, rn.ID, st, c); err != nil {
 		log.Error("recording run outcome", "status", st, "error", err)
-		return
+		return nil
 	}
 	typ := event.JobCompleted
 	switch st {
@@ -207,6 +279,8 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 		typ = event.JobFailed
 	case run.Cancelled:
 		typ = event.JobCancelled
+	case run.Rejected:
+		typ = event.JobRejected
 	}
 	data := map[string]any{"status": st}
 	if output != nil {
@@ -215,8 +289,40 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 	if errBody != nil {
 		data["error"] = errBody
 	}
+	if len(warnings) > 0 {
+		data["warnings"] = warnings
+	}
 	if _, err := r.Events.Emit(ctx, r.DB, rn.ID, rn.OrgID, typ, data); err != nil {
 		log.Warn("emitting terminal event", "error", err)
 	}
 	log.Info("run finished", "status", st)
+	if rn.ChainID != "" {
+		rn.Status = st
+		return r.reportStep(ctx, log, rn)
+	}
+	return nil
+}
+
+// reportStep tells the coordinator, through its durable queue, that a chain step ended.
+func (r *Runner) reportStep(ctx context.Context, log *slog.Logger, rn Run) error {
+	if r.Queue == nil {
+		log.Error("chain step finished but no coordinator queue client is configured")
+		return nil
+	}
+	var output, errBody []byte
+	if err := r.DB.QueryRow(context.WithoutCancel(ctx), `SELECT status, output, error FROM runs WHERE id = $1`, rn.ID).
+		Scan(&rn.Status, &output, &errBody); err != nil {
+		return fmt.Errorf("reading chain step %s: %w", rn.ID, err)
+	}
+	task, err := queue.NewStepDoneTask(queue.StepDone{ChainID: rn.ChainID, Step: rn.ChainStep, RunID: rn.ID,
+		OrgID: rn.OrgID, Status: rn.Status, Output: output, Error: errBody})
+	if err != nil {
+		return err
+	}
+	if _, err := r.Queue.EnqueueContext(context.WithoutCancel(ctx), task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		log.Error("reporting chain step to the coordinator", "error", err)
+		return fmt.Errorf("reporting chain step %s: %w", rn.ID, err)
+	}
+	log.Info("chain step reported", "chain_id", rn.ChainID, "step", rn.ChainStep, "status", rn.Status)
+	return nil
 }

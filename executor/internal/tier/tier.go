@@ -7,6 +7,7 @@ package tier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -15,6 +16,7 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/span"
+	"github.com/switchyard-ai/switchyard/shared/tool"
 )
 
 // Job is what a tier sees of the run it executes.
@@ -37,13 +39,52 @@ type Env interface {
 	EndSpan(ctx context.Context, s *span.Span, st span.Status)
 	// Event journals and publishes an event of the run.
 	Event(ctx context.Context, typ string, data any)
+
+	// Tools returns the tools offered to the run: those the skill lists that are registered
+	// and granted to the organisation.
+	Tools(ctx context.Context) ([]tool.Tool, error)
+	// CallTool performs one tool call of an LLM answer and returns the tool message's
+	// content. The result is journaled under step before CallTool returns; a journaled step
+	// is replayed, and a side-effecting call whose idempotency key is in the ledger is never
+	// sent again. Tool failures are content for the LLM; the error is only for the run's
+	// end (cancellation, timeout) or a broken store.
+	CallTool(ctx context.Context, step, parentSpanID string, t tool.Tool, call openai.ToolCall) (string, error)
+	// Approval returns the reviewers' decision on the calls held under step. Pending means
+	// no decision yet: the runner pauses the run (pending_review) when the tier returns.
+	Approval(ctx context.Context, step string, held []Held) (Decision, error)
+	// CheckCancel returns ErrCancelled when cancellation of the run was requested.
+	CheckCancel(ctx context.Context) error
 }
+
+// Held is a tool call waiting for approval.
+type Held struct {
+	Tool      string          `json:"tool"`
+	CallID    string          `json:"call_id"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Decision is a reviewer's answer to held tool calls.
+type Decision string
+
+// The decisions.
+const (
+	Pending  Decision = "pending"
+	Approved Decision = "approve"
+	Rejected Decision = "reject"
+)
+
+// ErrCancelled is returned when the run's cancellation was requested.
+var ErrCancelled = errors.New("run cancelled")
 
 // Outcome is how a tier ended.
 type Outcome struct {
 	Status   run.Status
 	Output   map[string]any
 	Warnings []string
+	// Held lists the tool calls a PendingReview outcome waits on; Reason explains a
+	// Rejected outcome.
+	Held   []Held
+	Reason string
 }
 
 // PermanentError is a failure no retry can change, with its public code.

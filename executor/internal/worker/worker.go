@@ -18,6 +18,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-ai/switchyard/shared/queue"
 )
@@ -32,6 +33,10 @@ type Options struct {
 	TaskCheckInterval time.Duration
 	// ShutdownTimeout is the drain grace period; default 30s.
 	ShutdownTimeout time.Duration
+	// Redis, when set, enables fast recovery of dead workers' tasks (recover.go), checked
+	// every RecoverInterval (default 2s).
+	Redis           redis.UniversalClient
+	RecoverInterval time.Duration
 }
 
 // Worker manages the asynq servers.
@@ -69,6 +74,9 @@ func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 30 * time.Second
 	}
+	if opts.RecoverInterval == 0 {
+		opts.RecoverInterval = 2 * time.Second
+	}
 	return &Worker{db: db, redis: redis, handler: handler, opts: opts, log: log, servers: map[string]*served{}}
 }
 
@@ -82,6 +90,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.follows.Go(func() { w.follow(ctx) })
+	if w.opts.Redis != nil {
+		w.follows.Go(func() { w.recoverLoop(ctx) })
+	}
 	return nil
 }
 

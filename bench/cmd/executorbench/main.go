@@ -1,0 +1,362 @@
+// Command executorbench measures one executor process on a running stack (Postgres, Redis,
+// sim-llm, provider-router, executor), bypassing the dispatcher so that only the executor's
+// costs are measured: it writes runs the way the dispatcher does and enqueues their tasks.
+//
+//	transit   enqueue -> handler start (runs.started_at), idle and under load, p50/p99
+//	overhead  handler wall time (started_at -> finished_at) minus the router call (the
+//	          llm_call span's latency_ms), per Tier 1 job
+//	load      a closed loop holding -inflight jobs in flight on a queue of that concurrency
+//	          for -duration, against a model with the lab latency; throughput per window
+//	          against the theoretical rate in-flight / mean router-call latency, and the
+//	          executor's resident memory per in-flight job (from its /metrics)
+//
+// It registers, for the organisation -org: the queue "bench" (cpu, concurrency -inflight),
+// the skills bench_fast (routing hint fast, queue default) and bench_lab (routing hint
+// reasoning, queue bench). Start sim-llm with sim-fast at zero latency and sim-large at the
+// lab latency (see docs/PERFORMANCE.md for the exact commands).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-ai/switchyard/bench/internal/stats"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/redisconn"
+	"github.com/switchyard-ai/switchyard/shared/run"
+)
+
+type bench struct {
+	pool    *pgxpool.Pool
+	rdb     *redis.Client
+	client  *asynq.Client
+	orgID   string
+	metrics string
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{}
+	onDone  func(id string)
+}
+
+func main() {
+	dbURL := flag.String("db", os.Getenv("SWITCHYARD_DATABASE_URL"), "Postgres URL (default $SWITCHYARD_DATABASE_URL)")
+	redisURL := flag.String("redis", os.Getenv("SWITCHYARD_REDIS_URL"), "Redis URL (default $SWITCHYARD_REDIS_URL)")
+	org := flag.String("org", "dev", "organisation slug")
+	metrics := flag.String("metrics", "http://127.0.0.1:8081/metrics", "the executor's /metrics")
+	idleN := flag.Int("idle", 300, "transit/overhead jobs run one at a time (phase 1)")
+	inflight := flag.Int("inflight", 1000, "jobs held in flight in the load phase (0 skips it)")
+	duration := flag.Duration("duration", 60*time.Second, "length of the load phase after ramp-up")
+	window := flag.Duration("window", 10*time.Second, "throughput window")
+	flag.Parse()
+	if *dbURL == "" || *redisURL == "" {
+		fmt.Fprintln(os.Stderr, "executorbench: -db and -redis (or SWITCHYARD_DATABASE_URL, SWITCHYARD_REDIS_URL) are required")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := runBench(ctx, *dbURL, *redisURL, *org, *metrics, *idleN, *inflight, *duration, *window); err != nil {
+		fmt.Fprintln(os.Stderr, "executorbench:", err)
+		os.Exit(1)
+	}
+}
+
+func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, inflight int, duration, window time.Duration) error {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := redisconn.Connect(ctx, redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	b := &bench{pool: pool, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb), metrics: metrics,
+		waiters: map[string]chan struct{}{}}
+	if err := pool.QueryRow(ctx, `SELECT id FROM orgs WHERE slug = $1`, org).Scan(&b.orgID); err != nil {
+		return fmt.Errorf("organisation %q: %w", org, err)
+	}
+	if err := b.setup(ctx, max(inflight, 1)); err != nil {
+		return err
+	}
+	go b.listen(ctx)
+	time.Sleep(500 * time.Millisecond) // let the subscription and the queue server start
+
+	// Phase 1: idle transit and overhead.
+	var ids []string
+	enq := map[string]time.Time{}
+	for i := 0; i < idleN+20 && ctx.Err() == nil; i++ {
+		id, t0, err := b.submit(ctx, "bench_fast", "default", true)
+		if err != nil {
+			return err
+		}
+		if i >= 20 { // warm-up
+			ids = append(ids, id)
+			enq[id] = t0
+		}
+		// Pause between jobs so each finds an idle, polling worker.
+		time.Sleep(20 * time.Millisecond)
+	}
+	transit, overhead, _, err := b.measure(ctx, ids, enq)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle   transit enqueue->handler start: %s\n", stats.Summarize(transit))
+	fmt.Printf("idle   executor overhead (wall - router call): %s\n", stats.Summarize(overhead))
+	if inflight == 0 {
+		return nil
+	}
+
+	// Phase 2: closed loop with `inflight` jobs on the bench queue, transit probes on default.
+	rssIdle := b.rss()
+	var completed atomic.Int64
+	var stopping atomic.Bool
+	var loadIDs sync.Map
+	b.onDone = func(id string) {
+		if _, ok := loadIDs.Load(id); !ok {
+			return
+		}
+		completed.Add(1)
+		if stopping.Load() {
+			return
+		}
+		go func() {
+			nid, _, err := b.submit(context.WithoutCancel(ctx), "bench_lab", "bench", false)
+			if err == nil {
+				loadIDs.Store(nid, true)
+			}
+		}()
+	}
+	start := time.Now()
+	for range inflight {
+		id, _, err := b.submit(ctx, "bench_lab", "bench", false)
+		if err != nil {
+			return err
+		}
+		loadIDs.Store(id, true)
+	}
+	fmt.Printf("load   %d jobs enqueued in %s\n", inflight, time.Since(start).Round(time.Millisecond))
+	// Ramp-up: the first wave's long tail; measure after two mean latencies.
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	var probeIDs []string
+	probeEnq := map[string]time.Time{}
+	var probeMu sync.Mutex
+	var probes sync.WaitGroup
+	probes.Go(func() {
+		for probeCtx.Err() == nil {
+			id, t0, err := b.submit(probeCtx, "bench_fast", "default", true)
+			if err == nil {
+				probeMu.Lock()
+				probeIDs = append(probeIDs, id)
+				probeEnq[id] = t0
+				probeMu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	time.Sleep(10 * time.Second)
+	var rssLoad []float64
+	base := completed.Load()
+	t0 := time.Now()
+	var rates []float64
+	for time.Since(t0) < duration && ctx.Err() == nil {
+		w0 := completed.Load()
+		time.Sleep(window)
+		rate := float64(completed.Load()-w0) / window.Seconds()
+		rates = append(rates, rate)
+		rssLoad = append(rssLoad, b.rss())
+		fmt.Printf("load   window %d: %.1f jobs/s, executor rss %.0f MiB, in flight %d\n", len(rates), rate,
+			rssLoad[len(rssLoad)-1]/(1<<20), b.inFlight(ctx))
+	}
+	elapsed := time.Since(t0)
+	total := completed.Load() - base
+	stopProbes()
+	probes.Wait()
+	stopping.Store(true)
+
+	probeMu.Lock()
+	ptransit, _, _, err := b.measure(ctx, probeIDs, probeEnq)
+	probeMu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The theoretical rate uses the mean router-call latency of the load jobs measured.
+	var meanLLM float64
+	if err := pool.QueryRow(ctx, `SELECT avg((s.attributes->>'latency_ms')::float8) FROM spans s JOIN runs r ON r.id = s.run_id
+		WHERE r.job_type = 'bench_lab' AND s.type = 'llm_call' AND s.ended_at > $1`, t0).Scan(&meanLLM); err != nil {
+		return err
+	}
+	rate := float64(total) / elapsed.Seconds()
+	theory := float64(inflight) / (meanLLM / 1000)
+	fmt.Printf("loaded transit enqueue->handler start (default queue, during load): %s\n", stats.Summarize(ptransit))
+	fmt.Printf("load   %d completed in %s: %.1f jobs/s; mean router call %.0f ms; theoretical %d/%.3fs = %.1f jobs/s; ratio %.1f%%\n",
+		total, elapsed.Round(time.Second), rate, meanLLM, inflight, meanLLM/1000, theory, 100*rate/theory)
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range rates {
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+	}
+	fmt.Printf("load   windows min %.1f max %.1f jobs/s (spread %.1f%% of the mean)\n", lo, hi, 100*(hi-lo)/rate)
+	if len(rssLoad) > 0 && rssIdle > 0 {
+		peak := 0.0
+		for _, r := range rssLoad {
+			peak = math.Max(peak, r)
+		}
+		fmt.Printf("memory executor rss idle %.0f MiB, under load peak %.0f MiB: %.0f KiB per in-flight job\n",
+			rssIdle/(1<<20), peak/(1<<20), (peak-rssIdle)/float64(inflight)/1024)
+	}
+	return nil
+}
+
+// setup registers the bench queue and skills.
+func (b *bench) setup(ctx context.Context, inflight int) error {
+	if _, err := b.pool.Exec(ctx, `INSERT INTO queues (name, class, concurrency, timeout_seconds, description)
+		VALUES ('bench', 'cpu', $1, 600, 'executorbench load queue')
+		ON CONFLICT (name) DO UPDATE SET concurrency = EXCLUDED.concurrency`, inflight); err != nil {
+		return fmt.Errorf("registering queue bench: %w", err)
+	}
+	for _, s := range [][3]string{{"bench_fast", "fast", "default"}, {"bench_lab", "reasoning", "bench"}} {
+		if _, err := b.pool.Exec(ctx, `INSERT INTO skills (org_id, job_type, execution_type, routing_hint, queue,
+				max_tokens, timeout_seconds, max_retries, system_prompt)
+			VALUES ($1, $2, 'llm_only', $3, $4, 32, 600, 3, 'Be brief.')
+			ON CONFLICT (org_id, job_type) DO UPDATE SET routing_hint = EXCLUDED.routing_hint, queue = EXCLUDED.queue,
+				enabled = true`, b.orgID, s[0], s[1], s[2]); err != nil {
+			return fmt.Errorf("registering skill %s: %w", s[0], err)
+		}
+	}
+	return nil
+}
+
+// submit writes a queued run the way the dispatcher does and enqueues its task.
+func (b *bench) submit(ctx context.Context, jobType, q string, wait bool) (string, time.Time, error) {
+	id := uuid.NewString()
+	var done chan struct{}
+	if wait {
+		done = make(chan struct{})
+		b.mu.Lock()
+		b.waiters[id] = done
+		b.mu.Unlock()
+	}
+	_, err := b.pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
+			execution_type, queue, status, payload, queued_at)
+		VALUES ($1, $2, $3, $4, 1, '{}', 'llm_only', $5, 'queued', '{"prompt":"Hello there, how are you?"}', now())`,
+		id, b.orgID, uuid.NewString(), jobType, q)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("writing run: %w", err)
+	}
+	task, err := queue.NewRunTask(queue.Enqueue{RunID: id, OrgID: b.orgID, Queue: q, Priority: run.PriorityNormal,
+		Timeout: 10 * time.Minute, MaxRetry: 3})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	t0 := time.Now()
+	if _, err := b.client.EnqueueContext(ctx, task); err != nil {
+		return "", time.Time{}, fmt.Errorf("enqueueing: %w", err)
+	}
+	if wait {
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			return id, t0, fmt.Errorf("run %s did not finish within 60s", id)
+		case <-ctx.Done():
+			return id, t0, ctx.Err()
+		}
+	}
+	return id, t0, nil
+}
+
+// listen follows the organisation's events and signals finished runs.
+func (b *bench) listen(ctx context.Context) {
+	sub := b.rdb.Subscribe(ctx, event.Channel(b.orgID))
+	defer sub.Close()
+	for msg := range sub.Channel(redis.WithChannelSize(100000)) {
+		if !strings.Contains(msg.Payload, `"job:completed"`) && !strings.Contains(msg.Payload, `"job:failed"`) {
+			continue
+		}
+		var env struct {
+			JobID string `json:"job_id"`
+		}
+		if json.Unmarshal([]byte(msg.Payload), &env) != nil {
+			continue
+		}
+		b.mu.Lock()
+		ch := b.waiters[env.JobID]
+		delete(b.waiters, env.JobID)
+		f := b.onDone
+		b.mu.Unlock()
+		if ch != nil {
+			close(ch)
+		}
+		if f != nil {
+			f(env.JobID)
+		}
+	}
+}
+
+// measure reads transit (enqueue -> started_at), overhead (wall - router call) and wall.
+func (b *bench) measure(ctx context.Context, ids []string, enq map[string]time.Time) (transit, overhead, wall []time.Duration, err error) {
+	rows, err := b.pool.Query(ctx, `SELECT r.id::text, r.started_at, r.finished_at, r.status,
+			COALESCE((SELECT (s.attributes->>'latency_ms')::float8 FROM spans s WHERE s.run_id = r.id AND s.type = 'llm_call' LIMIT 1), -1)
+		FROM runs r WHERE r.id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, status string
+		var started, finished *time.Time
+		var llmMS float64
+		if err := rows.Scan(&id, &started, &finished, &status, &llmMS); err != nil {
+			return nil, nil, nil, err
+		}
+		if started == nil || finished == nil || status != "completed" || llmMS < 0 {
+			continue
+		}
+		transit = append(transit, started.Sub(enq[id]))
+		w := finished.Sub(*started)
+		wall = append(wall, w)
+		overhead = append(overhead, w-time.Duration(llmMS*float64(time.Millisecond)))
+	}
+	return transit, overhead, wall, rows.Err()
+}
+
+// rss reads process_resident_memory_bytes from the executor's /metrics; 0 if unavailable.
+func (b *bench) rss() float64 {
+	resp, err := http.Get(b.metrics)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "process_resident_memory_bytes "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// inFlight counts running bench_lab runs.
+func (b *bench) inFlight(ctx context.Context) int {
+	var n int
+	_ = b.pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE job_type = 'bench_lab' AND status = 'running'`).Scan(&n)
+	return n
+}

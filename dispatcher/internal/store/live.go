@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/shared/event"
+)
+
+// Live is what the WebSocket stream reads from Postgres: the event journal for replay and
+// which chain a run belongs to.
+type Live struct {
+	DB *pgxpool.Pool
+}
+
+// Replay returns the run's journaled events with seq greater than after, in order.
+func (l Live) Replay(ctx context.Context, orgID, runID string, after int64) ([]event.Envelope, error) {
+	return event.Replay(ctx, l.DB, orgID, runID, after)
+}
+
+// RunChain returns the chain a run of the organisation belongs to ("" for none), or
+// ErrNotFound when the organisation has no such run.
+func (l Live) RunChain(ctx context.Context, orgID, runID string) (string, error) {
+	var chainID string
+	err := l.DB.QueryRow(ctx, `SELECT COALESCE(chain_id::text, '') FROM runs WHERE id = $1 AND org_id = $2`,
+		runID, orgID).Scan(&chainID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading chain of run %s: %w", runID, err)
+	}
+	return chainID, nil
+}
+
+// ChainRuns returns the runs of one of the organisation's chains in creation order, or
+// ErrNotFound when the organisation has no such chain.
+func (l Live) ChainRuns(ctx context.Context, orgID, chainID string) ([]string, error) {
+	var exists bool
+	if err := l.DB.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chains WHERE id = $1 AND org_id = $2)`,
+		chainID, orgID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("reading chain %s: %w", chainID, err)
+	}
+	if !exists {
+		return nil, ErrNotFound
+	}
+	rows, err := l.DB.Query(ctx, `SELECT id::text FROM runs WHERE chain_id = $1 AND org_id = $2 ORDER BY created_at, id`,
+		chainID, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("listing runs of chain %s: %w", chainID, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -1,0 +1,222 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchyard-ai/switchyard/executor/internal/tier"
+	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/span"
+	"github.com/switchyard-ai/switchyard/shared/tool"
+)
+
+// toolEntry is the journal form of a tool result.
+type toolEntry struct {
+	SpanID         string          `json:"span_id"`
+	Tool           string          `json:"tool"`
+	CallID         string          `json:"call_id"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Result         toolcall.Result `json:"result"`
+	// Replayed says the result came from the tool-call ledger, not from a call.
+	FromLedger bool `json:"from_ledger,omitempty"`
+}
+
+// Tools implements tier.Env.
+func (x *execution) Tools(ctx context.Context) ([]tool.Tool, error) {
+	return tool.Offered(ctx, x.DB, x.run.OrgID, x.skill.Tools)
+}
+
+// CheckCancel implements tier.Env: cancellation is state in Postgres (the dispatcher's
+// cancel endpoint sets it, then wakes the handler through asynq); the loop reads it
+// between steps.
+func (x *execution) CheckCancel(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	requested, err := cancelRequested(ctx, x.DB, x.run.ID)
+	if err != nil {
+		return err
+	}
+	if requested {
+		return tier.ErrCancelled
+	}
+	return nil
+}
+
+// CallTool implements tier.Env: journal before moving on; side-effecting calls go through
+// the tool-call ledger so that one idempotency key reaches the tool at most once.
+func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t tool.Tool, call openai.ToolCall) (string, error) {
+	var prior toolEntry
+	if ok, err := journaled(ctx, x.DB, x.run.ID, step, &prior); err != nil {
+		return "", err
+	} else if ok {
+		x.log.Info("tool result replayed from journal", "step", step, "tool", t.Name)
+		return prior.Result.Content, nil
+	}
+
+	args := call.Function.Arguments
+	sp := x.StartSpan(ctx, parentSpanID, span.ToolCall, "tool "+t.Name)
+	sp.Set("step", step).Set("tool", t.Name).Set("call_id", call.ID).Set("side_effecting", t.SideEffecting)
+	x.Event(ctx, event.JobToolCall, map[string]any{"step": step, "span_id": sp.ID, "tool": t.Name,
+		"call_id": call.ID, "arguments": argsJSON(args), "side_effecting": t.SideEffecting})
+
+	entry := toolEntry{SpanID: sp.ID, Tool: t.Name, CallID: call.ID}
+	var allow []string
+	if t.Kind == tool.KindBuiltin {
+		var err error
+		if allow, err = tool.HTTPAllowlist(ctx, x.DB, x.run.OrgID); err != nil {
+			x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
+			return "", err
+		}
+	}
+	started := time.Now()
+	var err error
+	if t.SideEffecting {
+		entry.IdempotencyKey = toolcall.IdempotencyKey(x.run.ID, step, t.Name, args)
+		entry.Result, entry.FromLedger, err = x.ledgered(ctx, step, t, args, allow, entry.IdempotencyKey)
+	} else {
+		entry.Result, err = x.Tooling.Call(ctx, t, args, allow, "")
+	}
+	if err != nil {
+		x.EndSpan(context.WithoutCancel(ctx), sp.Set("error", err.Error()), span.Error)
+		return "", err
+	}
+	if entry.Result.Content == "" {
+		entry.Result.Content = "(the tool answered with an empty body)"
+	}
+	if _, err := journal(context.WithoutCancel(ctx), x.DB, x.run.ID, step, "tool_result", entry); err != nil {
+		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
+		return "", err
+	}
+	sp.Set("latency_ms", time.Since(started).Milliseconds()).Set("ok", entry.Result.OK).
+		Set("truncated", entry.Result.Truncated).Set("bytes", entry.Result.Bytes)
+	if entry.Result.Status != 0 {
+		sp.Set("http_status", entry.Result.Status)
+	}
+	if entry.FromLedger {
+		sp.Set("from_ledger", true)
+	}
+	st := span.OK
+	if !entry.Result.OK {
+		st = span.Error
+	}
+	x.EndSpan(ctx, sp, st)
+	x.Event(ctx, event.JobToolResult, map[string]any{"step": step, "span_id": sp.ID, "tool": t.Name,
+		"call_id": call.ID, "ok": entry.Result.OK, "status": entry.Result.Status, "truncated": entry.Result.Truncated,
+		"bytes": entry.Result.Bytes, "content": entry.Result.Content})
+	return entry.Result.Content, nil
+}
+
+// ledgered performs a side-effecting call at most once per idempotency key: the ledger row
+// is inserted before the call; a key already in the ledger is answered from it and never
+// sent again — also when its first call's outcome is unknown because the worker died
+// while it was in flight (the LLM is told so).
+func (x *execution) ledgered(ctx context.Context, step string, t tool.Tool, args string, allow []string, key string) (toolcall.Result, bool, error) {
+	inserted, err := ledgerStart(ctx, x.DB, key, x.run.ID, x.run.OrgID, t.Name, step, argsJSON(args))
+	if err != nil {
+		return toolcall.Result{}, false, err
+	}
+	if !inserted {
+		status, resp, err := ledgerGet(ctx, x.DB, key)
+		if err != nil {
+			return toolcall.Result{}, false, err
+		}
+		x.log.Info("side-effecting call found in the ledger; not repeated", "step", step, "tool", t.Name, "ledger_status", status)
+		if status == "started" {
+			return toolcall.Failed("the outcome of this %s call is unknown: the worker stopped while it was in flight, "+
+				"and a side-effecting call is never sent twice (idempotency key %s)", t.Name, key), true, nil
+		}
+		var res toolcall.Result
+		if err := json.Unmarshal(resp, &res); err != nil {
+			return toolcall.Result{}, false, fmt.Errorf("decoding ledger entry %s: %w", key, err)
+		}
+		return res, true, nil
+	}
+	res, err := x.Tooling.Call(ctx, t, args, allow, key)
+	if err != nil {
+		// The run ended while the call was in flight: the row stays "started", so the key
+		// is never sent again.
+		return res, false, err
+	}
+	status := "succeeded"
+	if !res.OK {
+		status = "failed"
+	}
+	if err := ledgerFinish(context.WithoutCancel(ctx), x.DB, key, status, res); err != nil {
+		return res, false, err
+	}
+	return res, false, nil
+}
+
+// approvalEntry is the journal form of a pause for approval.
+type approvalEntry struct {
+	Held       []tier.Held `json:"held"`
+	ReviewSpan string      `json:"review_span_id"`
+}
+
+type decisionEntry struct {
+	Decision tier.Decision `json:"decision"`
+	Reviewer string        `json:"reviewer"`
+	Reason   string        `json:"reason"`
+}
+
+// Approval implements tier.Env. The first time a step asks, the pause is journaled (its
+// time is the journal row's) and the answer is Pending; on resume the newest review of the
+// run written after the pause decides, and the decision is journaled.
+func (x *execution) Approval(ctx context.Context, step string, held []tier.Held) (tier.Decision, error) {
+	var d decisionEntry
+	if ok, err := journaled(ctx, x.DB, x.run.ID, step+"/decision", &d); err != nil || ok {
+		return d.Decision, err
+	}
+	var pause approvalEntry
+	pausedAt, ok, err := journaledAt(ctx, x.DB, x.run.ID, step, &pause)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		sp := x.StartSpan(ctx, x.run.ID, span.GovernanceReview, "approval of tool calls")
+		tools := make([]string, 0, len(held))
+		for _, h := range held {
+			tools = append(tools, h.Tool)
+		}
+		sp.Set("step", step).Set("tools", tools)
+		x.saveSpan(ctx, sp)
+		if _, err := journal(ctx, x.DB, x.run.ID, step, "decision", approvalEntry{Held: held, ReviewSpan: sp.ID}); err != nil {
+			return "", err
+		}
+		return tier.Pending, nil
+	}
+	rv, found, err := latestReview(ctx, x.DB, x.run.ID, pausedAt)
+	if err != nil || !found {
+		return tier.Pending, err
+	}
+	d = decisionEntry{Decision: tier.Decision(rv.Decision), Reviewer: rv.Reviewer, Reason: rv.Reason}
+	if _, err := journal(ctx, x.DB, x.run.ID, step+"/decision", "decision", d); err != nil {
+		return "", err
+	}
+	if pause.ReviewSpan != "" {
+		sp := span.Start(x.run.ID, x.run.OrgID, x.run.TraceID, x.run.ID, span.GovernanceReview, "approval of tool calls")
+		sp.ID = pause.ReviewSpan
+		sp.StartedAt = pausedAt
+		st := span.OK
+		if d.Decision == tier.Rejected {
+			st = span.Error
+		}
+		x.EndSpan(ctx, sp.Set("step", step).Set("decision", d.Decision).Set("reviewer", d.Reviewer), st)
+	}
+	x.log.Info("tool calls reviewed", "step", step, "decision", d.Decision, "reviewer", d.Reviewer)
+	return d.Decision, nil
+}
+
+func argsJSON(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}

@@ -1,0 +1,169 @@
+package tier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/span"
+	"github.com/switchyard-ai/switchyard/shared/tool"
+)
+
+// React runs tier 2 (tool_using): a ReAct loop. The first LLM call must call a tool
+// (tool_choice required), later ones choose (auto); the loop ends on an answer without
+// tool calls, or after the skill's max_iterations with completed_max_iterations and a
+// warning. The tool calls of one answer run concurrently. Each iteration is a
+// react_iteration span with its llm_call and tool_call spans below it.
+//
+// Every step is keyed ("iter/<n>/llm", "iter/<n>/tool/<call id>") and journaled by the Env,
+// so a resumed run walks the same loop and replays instead of calling again.
+func React(ctx context.Context, env Env, job Job) (Outcome, error) {
+	msgs, err := Messages(job.Skill, job.Payload)
+	if err != nil {
+		return Outcome{}, err
+	}
+	tools, err := env.Tools(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if len(tools) == 0 {
+		return Outcome{}, Permanent("NO_TOOLS_AVAILABLE",
+			"skill %q lists tools %v but none is registered and granted to the organisation", job.JobType, job.Skill.Tools)
+	}
+	byName := make(map[string]tool.Tool, len(tools))
+	defs := make([]openai.Tool, 0, len(tools))
+	for _, t := range tools {
+		byName[t.Name] = t
+		defs = append(defs, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: json.RawMessage(t.Parameters)}})
+	}
+	maxIter := job.Skill.MaxIterations
+	if maxIter <= 0 {
+		maxIter = 5
+	}
+
+	var last string
+	for i := 1; i <= maxIter; i++ {
+		if err := env.CheckCancel(ctx); err != nil {
+			return Outcome{}, err
+		}
+		it := env.StartSpan(ctx, job.RootSpanID, span.ReactIteration, fmt.Sprintf("iteration %d", i))
+		it.Set("iteration", i)
+		out, done, err := iterate(ctx, env, job, it, i, &msgs, defs, byName)
+		if err != nil {
+			env.EndSpan(context.WithoutCancel(ctx), it, span.Error)
+			return Outcome{}, err
+		}
+		env.EndSpan(ctx, it, span.OK)
+		if done {
+			return out, nil
+		}
+		last = out.Output["content"].(string)
+		env.Event(ctx, event.JobProgress, map[string]any{"iteration": i, "max_iterations": maxIter})
+	}
+	return Outcome{
+		Status:   run.CompletedMaxIterations,
+		Output:   map[string]any{"content": last, "iterations": maxIter},
+		Warnings: []string{fmt.Sprintf("MAX_ITERATIONS: the loop reached max_iterations (%d) without a final answer", maxIter)},
+	}, nil
+}
+
+// iterate runs one iteration. done is true when the loop ends here (final answer, pause or
+// rejection); otherwise out.Output["content"] is the answer's text so far.
+func iterate(ctx context.Context, env Env, job Job, it *span.Span, i int, msgs *[]openai.ChatCompletionMessage,
+	defs []openai.Tool, byName map[string]tool.Tool) (Outcome, bool, error) {
+	req := baseRequest(job.Skill, *msgs)
+	req.Tools = defs
+	req.ToolChoice = "auto"
+	if i == 1 {
+		req.ToolChoice = "required"
+	}
+	ans, err := env.Chat(ctx, fmt.Sprintf("iter/%d/llm", i), it.ID, req)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	if len(ans.Choices) == 0 {
+		return Outcome{}, false, Permanent("LLM_EMPTY_ANSWER", "the LLM answered without a choice")
+	}
+	msg := ans.Choices[0].Message
+	if len(msg.ToolCalls) == 0 {
+		it.Set("final", true)
+		return Outcome{Status: run.Completed, Output: map[string]any{
+			"content": msg.Content, "finish_reason": ans.Choices[0].FinishReason,
+			"provider": ans.Provider, "model": ans.Model, "iterations": i,
+		}}, true, nil
+	}
+	msg.Role = openai.ChatMessageRoleAssistant
+	*msgs = append(*msgs, msg)
+	it.Set("tool_calls", len(msg.ToolCalls))
+
+	var held []Held
+	for _, c := range msg.ToolCalls {
+		if t, ok := byName[c.Function.Name]; ok && t.RequiresApproval {
+			held = append(held, Held{Tool: t.Name, CallID: c.ID, Arguments: argsJSON(c.Function.Arguments)})
+		}
+	}
+	if len(held) > 0 {
+		d, err := env.Approval(ctx, fmt.Sprintf("iter/%d/approval", i), held)
+		if err != nil {
+			return Outcome{}, false, err
+		}
+		switch d {
+		case Pending:
+			it.Set("paused_for_approval", true)
+			return Outcome{Status: run.PendingReview, Held: held}, true, nil
+		case Rejected:
+			return Outcome{Status: run.Rejected, Held: held, Reason: "a reviewer rejected the tool call"}, true, nil
+		}
+	}
+
+	results := make([]string, len(msg.ToolCalls))
+	errs := make([]error, len(msg.ToolCalls))
+	var wg sync.WaitGroup
+	for j, c := range msg.ToolCalls {
+		wg.Go(func() {
+			if err := env.CheckCancel(ctx); err != nil {
+				errs[j] = err
+				return
+			}
+			id := c.ID
+			if id == "" {
+				id = strconv.Itoa(j)
+			}
+			step := fmt.Sprintf("iter/%d/tool/%s", i, id)
+			t, ok := byName[c.Function.Name]
+			if !ok {
+				// A tool that was not offered: the LLM hears so and may try again.
+				results[j] = fmt.Sprintf("error: there is no tool named %q; the available tools are the ones listed", c.Function.Name)
+				return
+			}
+			results[j], errs[j] = env.CallTool(ctx, step, it.ID, t, c)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return Outcome{}, false, err
+		}
+	}
+	for j, c := range msg.ToolCalls {
+		*msgs = append(*msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID,
+			Name: c.Function.Name, Content: results[j]})
+	}
+	return Outcome{Output: map[string]any{"content": msg.Content}}, false, nil
+}
+
+// argsJSON keeps valid JSON arguments as they are and quotes anything else.
+func argsJSON(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}

@@ -1,0 +1,69 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { openStream } from '../stream.js';
+import { SpanTree } from '../tree.js';
+import { html, ErrorBox, Loading, Empty, StatusBadge, ConnBadge, TERMINAL, usd, when, ms } from '../ui.js';
+
+const STATUS_EVENTS = new Set(['job:queued', 'job:held', 'job:approved', 'job:rejected', 'job:started',
+  'job:completed', 'job:failed', 'job:cancelled', 'job:retrying']);
+
+/** RunView is one run: its span tree growing live, its events, billing and cancel. */
+export function RunView({ id }) {
+  const [run, setRun] = useState(null);
+  const [error, setError] = useState(null);
+  const [spans, setSpans] = useState(new Map());
+  const [events, setEvents] = useState([]);
+  const [conn, setConn] = useState({ state: 'connecting' });
+  const [note, setNote] = useState(null);
+
+  const reload = () => api('GET', '/dispatch/' + id).then(setRun, setError);
+  useEffect(() => {
+    reload();
+    const s = openStream({ job_id: id }, (env) => {
+      setEvents((list) => [...list.slice(-199), env]);
+      if (env.type === 'job:span' && env.data?.id) setSpans((m) => new Map(m).set(env.data.id, env.data));
+      if (STATUS_EVENTS.has(env.type)) reload();
+    }, (state, detail) => setConn({ state, detail }));
+    return () => s.close();
+  }, [id]);
+
+  const list = useMemo(() => [...spans.values()], [spans]);
+  const total = list.reduce((sum, s) => sum + (s.type === 'llm_call' && s.billing ? s.billing.costUsd || 0 : 0), 0);
+  const tokens = list.reduce((sum, s) => sum + (s.billing ? (s.billing.tokensIn || 0) + (s.billing.tokensOut || 0) : 0), 0);
+
+  const cancel = async () => {
+    setNote(null);
+    try {
+      const res = await api('POST', `/dispatch/${id}/cancel`);
+      setNote(`Cancel: ${res.status || 'requested'}`);
+      reload();
+    } catch (err) { setError(err); }
+  };
+
+  if (error && !run) return html`<section><p><a href="#/runs">← runs</a></p><${ErrorBox} error=${error} /></section>`;
+  if (!run) return html`<${Loading} what="run" />`;
+  return html`<section class="run">
+    <p><a href="#/runs">← runs</a></p>
+    <div class="titlebar"><h2>${run.jobType} <small>${run.jobId}</small></h2><${ConnBadge} ...${conn} /></div>
+    <div class="facts">
+      <span>status <${StatusBadge} status=${run.status} /></span>
+      <span>tier <b data-testid="tier">${run.executionType}</b></span>
+      <span>queue <b>${run.queue}</b></span><span>priority <b>${run.priority}</b></span>
+      <span>created ${when(run.timings.createdAt)}</span>
+      ${run.timings.durationMs != null ? html`<span>took ${ms(run.timings.durationMs)}</span>` : null}
+      <span class="total" data-testid="total">running total <b>${usd(Math.max(total, TERMINAL.has(run.status) ? run.billing.costUsd : 0))}</b> · ${tokens} tokens</span>
+      ${!TERMINAL.has(run.status) ? html`<button class="danger" onClick=${cancel} data-testid="cancel">Cancel run</button>` : null}
+    </div>
+    ${note ? html`<div class="banner info">${note}</div>` : null}
+    <${ErrorBox} error=${error} />
+    ${run.holdReasons?.length ? html`<div class="banner warn">Held: ${run.holdReasons.map((r) => r.reason || r.detector || JSON.stringify(r)).join('; ')}</div>` : null}
+    ${run.error ? html`<div class="banner error"><strong>${run.error.code}</strong> ${run.error.message}</div>` : null}
+    <h3>Span tree</h3>
+    ${list.length ? html`<${SpanTree} spans=${list} executionType=${run.executionType} />`
+      : conn.state === 'live' ? html`<${Empty}>No spans yet: the run has not started.</${Empty}>` : html`<${Loading} what="spans" />`}
+    ${run.output ? html`<h3>Output</h3><pre class="output" data-testid="output">${JSON.stringify(run.output, null, 2)}</pre>` : null}
+    <details><summary>Events (${events.length})</summary>
+      <table class="events"><tbody>${events.map((e) => html`<tr><td>${e.seq}</td><td>${e.type}</td><td>${when(e.ts)}</td></tr>`)}</tbody></table>
+    </details>
+  </section>`;
+}

@@ -1,0 +1,121 @@
+// A run's span tree, drawn for its tier: a line for llm_only, an iteration tree for ReAct
+// (tool_using), a DAG with fork/join counters for chains (laid out by dagre), and plan and
+// reflection steps for autonomous runs. Every llm_call node shows its billing.
+import { Graph, layout } from '@dagrejs/dagre';
+import { html, usd, ms } from './ui.js';
+
+const byStart = (a, b) => new Date(a.startedAt) - new Date(b.startedAt) || (a.id < b.id ? -1 : 1);
+
+/** buildTree returns the roots with children arrays, in start order. */
+export function buildTree(spans) {
+  const nodes = new Map(spans.map((s) => [s.id, { ...s, children: [] }]));
+  const roots = [];
+  for (const n of [...nodes.values()].sort(byStart)) {
+    const p = n.parentId && nodes.get(n.parentId);
+    (p ? p.children : roots).push(n);
+  }
+  return roots;
+}
+
+function Billing({ b }) {
+  if (!b) return null;
+  return html`<div class="billing" data-testid="billing">
+    ${b.provider}/${b.model} · in ${b.tokensIn} · out ${b.tokensOut}${b.tokensCached ? ` · cached ${b.tokensCached}` : ''} · <strong>${usd(b.costUsd)}</strong>
+  </div>`;
+}
+
+function counter(s) {
+  const a = s.attributes || {};
+  const done = a.arrived ?? a.completed ?? a.done;
+  const total = a.expected ?? a.total ?? a.branches;
+  return done != null || total != null ? `${done ?? '?'}/${total ?? '?'}` : null;
+}
+
+/** NodeCard is one span. */
+export function NodeCard({ s, label }) {
+  const c = s.type === 'chain_fork' || s.type === 'chain_join' ? counter(s) : null;
+  const decision = s.attributes?.decision;
+  return html`<div class=${`node t-${s.type} s-${s.status}`} data-span-type=${s.type} data-span-id=${s.id} data-status=${s.status}>
+    <div class="node-head"><span class="ntype">${label || s.type}</span> <span class="nstatus">${s.status}</span>
+      ${s.durationMs != null ? html`<span class="ndur">${ms(s.durationMs)}</span>` : null}</div>
+    <div class="nname">${s.name}${c ? html` <span class="counter" data-testid="counter">${c}</span>` : null}
+      ${decision ? html` <span class="decision">${decision}${s.attributes.reason ? ': ' + s.attributes.reason : ''}</span>` : null}</div>
+    <${Billing} b=${s.billing} />
+  </div>`;
+}
+
+function Nested({ nodes, depth = 0 }) {
+  if (!nodes.length) return null;
+  let iter = 0;
+  return html`<ul class=${depth ? 'tree' : 'tree root'}>${nodes.map((n) => {
+    const label = n.type === 'react_iteration' ? `iteration ${n.attributes?.iteration ?? ++iter}` : undefined;
+    return html`<li key=${n.id}><${NodeCard} s=${n} label=${label} /><${Nested} nodes=${n.children} depth=${depth + 1} /></li>`;
+  })}</ul>`;
+}
+
+function Line({ spans }) {
+  return html`<div class="line" data-testid="line">${[...spans].sort(byStart).map((s, i) =>
+    html`${i ? html`<span class="arrow">→</span>` : null}<${NodeCard} s=${s} key=${s.id} />`)}</div>`;
+}
+
+const PLAN = new Set(['goal_decompose', 'plan_adjust', 'reflection', 'goal_evaluate']);
+
+function Steps({ spans }) {
+  const steps = spans.filter((s) => PLAN.has(s.type) || s.type === 'react_iteration').sort(byStart);
+  return html`<ol class="steps" data-testid="steps">${steps.map((s) =>
+    html`<li key=${s.id} class=${'step-' + s.type}><${NodeCard} s=${s} /></li>`)}</ol>`;
+}
+
+const DAG_TYPES = new Set(['chain_step', 'chain_fork', 'chain_join']);
+const W = 190;
+const H = 58;
+
+function Dag({ spans }) {
+  const nodes = spans.filter((s) => DAG_TYPES.has(s.type));
+  if (!nodes.length) return null;
+  const g = new Graph();
+  g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 46, marginx: 8, marginy: 8 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const byName = new Map(nodes.map((n) => [n.attributes?.step || n.name, n]));
+  for (const n of nodes) g.setNode(n.id, { width: W, height: H });
+  for (const n of nodes) {
+    const deps = n.attributes?.depends_on || n.attributes?.after || [];
+    let linked = false;
+    for (const d of Array.isArray(deps) ? deps : [deps]) {
+      const from = byName.get(d);
+      if (from) { g.setEdge(from.id, n.id); linked = true; }
+    }
+    if (!linked && n.parentId && g.hasNode(n.parentId)) g.setEdge(n.parentId, n.id);
+  }
+  layout(g);
+  const { width, height } = g.graph();
+  return html`<svg class="dag" data-testid="dag" width=${width} height=${height} viewBox=${`0 0 ${width} ${height}`}>
+    <defs><marker id="arr" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto">
+      <path d="M0,0 L10,5 L0,10 z" /></marker></defs>
+    ${g.edges().map((e) => {
+      const pts = g.edge(e).points;
+      return html`<path class="edge" marker-end="url(#arr)" d=${'M' + pts.map((p) => `${p.x},${p.y}`).join(' L')} />`;
+    })}
+    ${nodes.map((n) => {
+      const p = g.node(n.id);
+      const c = counter(n);
+      return html`<g class=${`dnode t-${n.type} s-${n.status}`} data-span-type=${n.type} transform=${`translate(${p.x - W / 2},${p.y - H / 2})`}>
+        <rect width=${W} height=${H} rx="6" />
+        <text x="8" y="18" class="dtype">${n.type.replace('chain_', '')}${c ? ` ${c}` : ''}</text>
+        <text x="8" y="36">${String(n.attributes?.step || n.name).slice(0, 24)}</text>
+        <text x="8" y="51" class="dstatus">${n.status}</text></g>`;
+    })}
+  </svg>`;
+}
+
+/** SpanTree draws the spans of one run (or chain) for its execution type. */
+export function SpanTree({ spans, executionType }) {
+  const roots = buildTree(spans);
+  const tier = executionType || 'llm_only';
+  return html`<div class=${'spantree tier-' + tier} data-testid="spantree" data-tier=${tier}>
+    ${tier === 'llm_only' ? html`<${Line} spans=${spans} />` : null}
+    ${tier === 'chain' ? html`<${Dag} spans=${spans} />` : null}
+    ${tier === 'autonomous' ? html`<${Steps} spans=${spans} />` : null}
+    ${tier !== 'llm_only' ? html`<${Nested} nodes=${roots} />` : null}
+  </div>`;
+}
