@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string) error {
 		var opts bootstrap.Options
 		fs.StringVar(&opts.KeyFile, "key-file", ".run/admin.key", "where the admin API key is written")
 		fs.StringVar(&opts.SkillsDir, "skills", "skills", "skill catalogue directory (empty: skip)")
-		fs.StringVar(&opts.ToolsDir, "tools", "tools", "tool catalogue directory (empty: skip)")
+		fs.StringVar(&opts.ToolsDir, "tools", "", "tool catalogue directory, e.g. tools (empty: skip)")
 		fs.StringVar(&opts.SimURL, "sim-url", "http://127.0.0.1:8099/v1", "sim-llm base URL (empty: no provider)")
 		fs.StringVar(&opts.OrgSlug, "org", "dev", "organisation slug")
 		fs.StringVar(&opts.Jurisdiction, "jurisdiction", "eu", "organisation jurisdiction: eu, us or other")

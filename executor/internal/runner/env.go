@@ -2,6 +2,10 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/span"
 )
 
@@ -34,6 +39,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 	x.Event(ctx, event.JobLLMCall, map[string]any{"step": step, "span_id": sp.ID,
 		"routing_hint": x.skill.RoutingHint, "messages": len(req.Messages), "tools": len(req.Tools)})
 
+	x.flush(ctx)
 	var queueWait int64
 	if rn.QueuedAt != nil {
 		queueWait = time.Since(*rn.QueuedAt).Milliseconds()
@@ -52,20 +58,25 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 	}
 	sp.Set("latency_ms", float64(time.Since(started).Microseconds())/1000)
 
-	// Journal the answer and add it to the run's totals in one transaction, before anything
-	// else happens: a retry from here on replays it instead of paying for it again.
+	// Journal the answer and add it to the run's totals in one statement, before anything
+	// else happens: a retry from here on replays it instead of paying for it again. When the
+	// step was journaled already (by an attempt racing this one) nothing is added twice.
 	var total billing
-	err = pgx.BeginFunc(context.WithoutCancel(ctx), x.DB, func(tx pgx.Tx) error {
-		inserted, err := journal(ctx, tx, rn.ID, step, "llm_answer", llmEntry{SpanID: sp.ID, Answer: *ans})
-		if err != nil || !inserted {
-			return err
-		}
-		return tx.QueryRow(ctx, `UPDATE runs SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3,
+	entry, err := json.Marshal(llmEntry{SpanID: sp.ID, Answer: *ans})
+	if err == nil {
+		err = x.DB.QueryRow(context.WithoutCancel(ctx), `WITH j AS (
+				INSERT INTO run_journal (run_id, step_key, kind, data) VALUES ($1, $6, 'llm_answer', $7)
+				ON CONFLICT (run_id, step_key) DO NOTHING RETURNING 1)
+			UPDATE runs SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3,
 				tokens_cached = tokens_cached + $4, cost_usd = cost_usd + $5, llm_calls = llm_calls + 1
-			WHERE id = $1 RETURNING tokens_in, tokens_out, cost_usd::float8, llm_calls`,
-			rn.ID, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, cachedTokens(ans), ans.CostUSD).
+			WHERE id = $1 AND EXISTS (SELECT 1 FROM j)
+			RETURNING tokens_in, tokens_out, cost_usd::float8, llm_calls`,
+			rn.ID, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, cachedTokens(ans), ans.CostUSD, step, entry).
 			Scan(&total.TokensIn, &total.TokensOut, &total.CostUSD, &total.LLMCalls)
-	})
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	}
 	if err != nil {
 		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
 		return nil, err
@@ -108,19 +119,77 @@ func (x *execution) EndSpan(ctx context.Context, sp *span.Span, st span.Status) 
 	x.saveSpan(ctx, sp.End(st))
 }
 
-// saveSpan writes the span and emits job:span with the whole span. A span that cannot be
-// written is logged, not fatal: spans describe the run, the journal and status decide it.
+// saveSpan records the span and its job:span event (carrying the whole span). Both are
+// buffered and written by the next flush: spans describe the run, while the journal and the
+// status decide it, so they need not cost a round trip each.
 func (x *execution) saveSpan(ctx context.Context, sp *span.Span) {
-	if err := span.Save(ctx, x.DB, sp); err != nil {
+	x.buf.mu.Lock()
+	defer x.buf.mu.Unlock()
+	if err := span.QueueSave(x.buf.batch(), sp); err != nil {
 		x.log.Error("saving span", "span_type", sp.Type, "error", err)
 		return
 	}
-	x.Event(ctx, event.JobSpan, sp)
+	x.queueEvent(event.JobSpan, sp)
 }
 
-// Event implements tier.Env.
+// Event implements tier.Env. The event is buffered until the next flush, which happens
+// before every router and tool call and before the run's status changes, so events are
+// journaled in order and no later than the effects they describe.
 func (x *execution) Event(ctx context.Context, typ string, data any) {
-	if _, err := x.Events.Emit(ctx, x.DB, x.run.ID, x.run.OrgID, typ, data); err != nil {
+	x.buf.mu.Lock()
+	defer x.buf.mu.Unlock()
+	x.queueEvent(typ, data)
+}
+
+func (x *execution) queueEvent(typ string, data any) {
+	env, err := event.QueueRecord(x.buf.batch(), x.run.ID, x.run.OrgID, typ, data)
+	if err != nil {
 		x.log.Warn("emitting event", "type", typ, "error", err)
+		return
 	}
+	x.buf.envs = append(x.buf.envs, env)
+}
+
+// writeBuffer holds spans and events not yet written.
+type writeBuffer struct {
+	mu   sync.Mutex
+	b    *pgx.Batch
+	envs []*event.Envelope
+}
+
+func (w *writeBuffer) batch() *pgx.Batch {
+	if w.b == nil {
+		w.b = &pgx.Batch{}
+	}
+	return w.b
+}
+
+// flush writes the buffered spans and events in one round trip (one implicit
+// transaction) and publishes the events.
+func (x *execution) flush(ctx context.Context) {
+	x.buf.mu.Lock()
+	b, envs := x.buf.b, x.buf.envs
+	x.buf.b, x.buf.envs = nil, nil
+	x.buf.mu.Unlock()
+	if b == nil || b.Len() == 0 {
+		return
+	}
+	if err := x.DB.SendBatch(ctx, b).Close(); err != nil {
+		x.log.Warn("writing spans and events", "error", err)
+		return
+	}
+	out := make([]event.Envelope, len(envs))
+	for i, e := range envs {
+		out[i] = *e
+	}
+	if err := x.Events.Publish(ctx, out...); err != nil {
+		x.log.Warn("publishing events", "error", err)
+	}
+}
+
+// finish flushes what is buffered, then ends the run.
+func (x *execution) finish(ctx context.Context, log *slog.Logger, rn Run, st run.Status, output map[string]any,
+	errBody json.RawMessage, warnings ...string) error {
+	x.flush(ctx)
+	return x.Runner.finish(ctx, log, rn, st, output, errBody, warnings...)
 }

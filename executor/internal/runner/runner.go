@@ -103,6 +103,7 @@ type execution struct {
 	resumed bool
 	skill   skill.Skill
 	billing billing
+	buf     writeBuffer
 }
 
 type billing struct {
@@ -113,6 +114,8 @@ type billing struct {
 }
 
 func (x *execution) execute(ctx context.Context) error {
+	// Whatever is still buffered when the attempt ends (a retry's events) is written.
+	defer x.flush(context.WithoutCancel(ctx))
 	rn := x.run
 	if !x.resumed {
 		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue})
@@ -176,6 +179,7 @@ func (x *execution) execute(ctx context.Context) error {
 // the held calls and asks for the review's decision.
 func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	ctx = context.WithoutCancel(ctx)
+	x.flush(ctx)
 	reasons := make([]map[string]any, 0, len(held))
 	for _, h := range held {
 		reasons = append(reasons, map[string]any{"code": "TOOL_REQUIRES_APPROVAL", "tool": h.Tool,
@@ -194,6 +198,7 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	}
 	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": "TOOL_REQUIRES_APPROVAL",
 		"tools": held})
+	x.flush(ctx)
 	x.log.Info("run paused for approval of tool calls", "tools", len(held))
 	return nil
 }

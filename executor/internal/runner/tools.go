@@ -74,6 +74,7 @@ func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t t
 			return "", err
 		}
 	}
+	x.flush(ctx)
 	started := time.Now()
 	var err error
 	if t.SideEffecting {
