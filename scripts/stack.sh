@@ -103,6 +103,15 @@ start_redis() {
     --protected-mode yes "${persist[@]}" >/dev/null
   for _ in $(seq 1 100); do port_open "$redis_port" && break; sleep 0.05; done
   port_open "$redis_port" || die "redis did not start; see $dir/logs/redis.log"
+  # A Redis loading its append-only file answers LOADING until it is done: wait for PONG.
+  if command -v redis-cli >/dev/null 2>&1; then
+    for _ in $(seq 1 1200); do
+      [ "$(redis-cli -h 127.0.0.1 -p "$redis_port" ping 2>/dev/null)" = PONG ] && break
+      sleep 0.05
+    done
+    [ "$(redis-cli -h 127.0.0.1 -p "$redis_port" ping 2>/dev/null)" = PONG ] ||
+      die "redis did not become ready within 60 s; see $dir/logs/redis.log"
+  fi
   say "redis on 127.0.0.1:$redis_port"
 }
 
