@@ -34,7 +34,8 @@ type Config struct {
 	// Queues is SWITCHYARD_QUEUES, a comma-separated list restricting the queues served;
 	// default every queue of the class.
 	Queues []string
-	// TaskCheckInterval is SWITCHYARD_TASK_CHECK_INTERVAL; default 10ms.
+	// TaskCheckInterval is SWITCHYARD_TASK_CHECK_INTERVAL; default 5ms (see docs/PERFORMANCE.md:
+	// idle queue transit is about half of it, at ~200 idle polls a second per queue).
 	TaskCheckInterval time.Duration
 	// ShutdownGrace is SWITCHYARD_SHUTDOWN_GRACE, how long in-flight jobs may run after
 	// SIGTERM before they go back to their queue; default 30s.
@@ -74,7 +75,7 @@ func FromEnv(class string) (Config, error) {
 	}
 	c.ToolAllowPrivate = list(os.Getenv("SWITCHYARD_TOOL_ALLOW_PRIVATE"))
 	var err error
-	if c.TaskCheckInterval, err = duration("SWITCHYARD_TASK_CHECK_INTERVAL", "10ms"); err != nil {
+	if c.TaskCheckInterval, err = duration("SWITCHYARD_TASK_CHECK_INTERVAL", "5ms"); err != nil {
 		return c, err
 	}
 	if c.ShutdownGrace, err = duration("SWITCHYARD_SHUTDOWN_GRACE", "30s"); err != nil {

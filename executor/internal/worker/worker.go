@@ -29,7 +29,7 @@ type Options struct {
 	Class string
 	// Only, when set, restricts the served queues to these names; each must be of Class.
 	Only []string
-	// TaskCheckInterval is how long an idle server waits before polling again; default 10ms.
+	// TaskCheckInterval is how long an idle server waits before polling again; default 5ms.
 	TaskCheckInterval time.Duration
 	// ShutdownTimeout is the drain grace period; default 30s.
 	ShutdownTimeout time.Duration
@@ -69,7 +69,7 @@ type spec struct {
 // New returns a worker; call Start.
 func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts Options, log *slog.Logger) *Worker {
 	if opts.TaskCheckInterval == 0 {
-		opts.TaskCheckInterval = 10 * time.Millisecond
+		opts.TaskCheckInterval = 5 * time.Millisecond
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 30 * time.Second
