@@ -5,9 +5,10 @@
 #   scripts/stack.sh stop  run|test   stop what start started
 #   scripts/stack.sh env   run|test   print the export lines for the profile's URLs
 #
-# Profiles: run  — Postgres 127.0.0.1:55432, Redis 127.0.0.1:56379, data in .run/
-#           test — Postgres 127.0.0.1:55433, Redis 127.0.0.1:56380, data in .run/test/ (fsync off)
-# Ports can be moved with SWITCHYARD_PG_PORT and SWITCHYARD_REDIS_PORT.
+# Profiles: run  — Postgres 127.0.0.1:25432, Redis 127.0.0.1:26379, data in .run/
+#           test — Postgres 127.0.0.1:25433, Redis 127.0.0.1:26380, data in .run/test/ (fsync off)
+# Ports can be moved with SWITCHYARD_PG_PORT and SWITCHYARD_REDIS_PORT. The defaults lie below
+# Linux's ephemeral range (32768-60999), so no client socket can ever hold them.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,8 +16,8 @@ cmd=${1:-}
 profile=${2:-run}
 
 case "$profile" in
-  run)  dir="$root/.run";      pg_port=${SWITCHYARD_PG_PORT:-55432}; redis_port=${SWITCHYARD_REDIS_PORT:-56379} ;;
-  test) dir="$root/.run/test"; pg_port=${SWITCHYARD_PG_PORT:-55433}; redis_port=${SWITCHYARD_REDIS_PORT:-56380} ;;
+  run)  dir="$root/.run";      pg_port=${SWITCHYARD_PG_PORT:-25432}; redis_port=${SWITCHYARD_REDIS_PORT:-26379} ;;
+  test) dir="$root/.run/test"; pg_port=${SWITCHYARD_PG_PORT:-25433}; redis_port=${SWITCHYARD_REDIS_PORT:-26380} ;;
   *) echo "stack.sh: unknown profile '$profile' (want run or test)" >&2; exit 2 ;;
 esac
 pg_dir="$dir/postgres"
@@ -81,7 +82,8 @@ start_pg() {
       fi
     } >> "$pg_dir/postgresql.conf"
   fi
-  as_pg "$bin/pg_ctl" -D "$pg_dir" -l "$dir/logs/postgres.log" -w -t 60 start >/dev/null ||
+  # The port is given at start too, so a data directory made with another port follows it.
+  as_pg "$bin/pg_ctl" -D "$pg_dir" -l "$dir/logs/postgres.log" -o "-p $pg_port" -w -t 60 start >/dev/null ||
     die "postgres did not start; see $dir/logs/postgres.log"
   if [ "$profile" = run ]; then
     as_pg "$bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='switchyard'" | grep -q 1 ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — `make test` and CI: go vet and go test over every module of go.work, then the web/
 # tests when web/package.json exists, against the test profile's Postgres and Redis
-# (scripts/stack.sh, ports 55433/56380, data in .run/test/, fsync off).
+# (scripts/stack.sh, ports 25433/26380, data in .run/test/, fsync off).
 #
 # The test stack is stopped at the end, pass or fail — unless it was already running before this
 # script started (someone is using it), or SWITCHYARD_KEEP_STACK=1.

@@ -5,11 +5,11 @@
 //
 // It dispatches a no-op skill to its own queue ("bench", no consumers), so executors do not
 // compete for the CPU, and lifts the dev organisation's rate limits for the run (restored
-// afterwards). Tasks it leaves in Redis are deleted at the end.
+// afterwards). The runs and tasks it creates are deleted after each rate.
 //
 //	make start
 //	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" \
-//	  -db "postgres://postgres@127.0.0.1:55432/switchyard" -redis redis://127.0.0.1:56379/0
+//	  -db "postgres://postgres@127.0.0.1:25432/switchyard" -redis redis://127.0.0.1:26379/0
 package main
 
 import (
@@ -35,8 +35,8 @@ import (
 func main() {
 	url := flag.String("url", "http://127.0.0.1:8080", "dispatcher base URL")
 	key := flag.String("key", os.Getenv("SWITCHYARD_API_KEY"), "admin API key (make run writes .run/admin.key)")
-	dbURL := flag.String("db", "postgres://postgres@127.0.0.1:55432/switchyard?sslmode=disable", "Postgres URL, for the floor")
-	redisURL := flag.String("redis", "redis://127.0.0.1:56379/0", "Redis URL, for the floor and clean-up")
+	dbURL := flag.String("db", "postgres://postgres@127.0.0.1:25432/switchyard?sslmode=disable", "Postgres URL, for the floor")
+	redisURL := flag.String("redis", "redis://127.0.0.1:26379/0", "Redis URL, for the floor and clean-up")
 	ratesFlag := flag.String("rates", "500,1000,2000,3000,4000", "request rates to run, per second")
 	dur := flag.Duration("duration", 10*time.Second, "duration of each rate")
 	maxP99 := flag.Duration("sustained-p99", 50*time.Millisecond, "p99 under which a rate counts as sustained")
@@ -73,7 +73,7 @@ func main() {
 	defer aq.Close()
 	insp := asynq.NewInspector(opt)
 	defer insp.Close()
-	defer cleanup(insp)
+	defer cleanup(insp, pool)
 
 	floor := func(ctx context.Context) error {
 		id := uuid.NewString()
@@ -110,7 +110,7 @@ func main() {
 		if d.Sustained(*maxP99) {
 			best = rate
 		}
-		cleanup(insp)
+		cleanup(insp, pool)
 	}
 	fmt.Printf("highest sustained dispatch rate (all ok, ≥98%% of target, p99 ≤ %s): %.0f/s\n", *maxP99, best)
 }
@@ -153,7 +153,10 @@ func prepare(api *client) (string, func()) {
 	}
 }
 
-func cleanup(insp *asynq.Inspector) {
+// cleanup removes what a rate left behind: its tasks and its runs (which no executor will
+// ever take, and which the dispatcher's reconciler would otherwise keep re-enqueueing).
+func cleanup(insp *asynq.Inspector, pool *pgxpool.Pool) {
+	_, _ = pool.Exec(context.Background(), `DELETE FROM runs WHERE job_type IN ('bench_noop', 'bench_floor')`)
 	for _, q := range []string{"benchfloor:normal", "bench:normal"} {
 		_ = insp.DeleteQueue(q, true)
 	}

@@ -8,7 +8,7 @@ for p in dispatcher/cmd/dispatcher executor/cmd/executor provider-router/cmd/pro
   go build -o $B/$(basename $p) ./$p
 done
 redis-server --port 56417 --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile $B/redis.pid --logfile $B/redis.log
-PGURL=${PGURL:-postgres://postgres@127.0.0.1:55433}
+PGURL=${PGURL:-postgres://postgres@127.0.0.1:25433}
 psql "$PGURL/postgres" -qc 'DROP DATABASE IF EXISTS execbench' -c 'CREATE DATABASE execbench'
 export SWITCHYARD_DATABASE_URL="$PGURL/execbench?sslmode=disable&pool_max_conns=${POOL:-16}"
 export SWITCHYARD_REDIS_URL=redis://127.0.0.1:56417/0

@@ -15,7 +15,7 @@
 //     the same channel is the baseline.
 //
 //     make start
-//     go run ./bench/cmd/wsbench -key "$(cat .run/admin.key)" -redis redis://127.0.0.1:56379/0
+//     go run ./bench/cmd/wsbench -key "$(cat .run/admin.key)" -redis redis://127.0.0.1:26379/0
 package main
 
 import (

@@ -146,12 +146,16 @@ func TestDispatchRecordsAndEnqueues(t *testing.T) {
 	require.Len(t, tree, 1, "one tree")
 	root := tree[0].(map[string]any)
 	require.Equal(t, "dispatch", root["type"])
+	children := root["children"].([]any)
+	require.Len(t, children, 1, "one governance_check span records the decision")
+	gov := children[0].(map[string]any)
+	require.Equal(t, "governance_check", gov["type"])
+	attrs := gov["attributes"].(map[string]any)
+	require.Equal(t, "pass", attrs["outcome"])
 	checks := map[string]string{}
-	for _, ch := range root["children"].([]any) {
-		sp := ch.(map[string]any)
-		require.Equal(t, "governance_check", sp["type"])
-		attrs := sp["attributes"].(map[string]any)
-		checks[attrs["check"].(string)] = attrs["outcome"].(string)
+	for _, ch := range attrs["checks"].([]any) {
+		c := ch.(map[string]any)
+		checks[c["check"].(string)] = c["outcome"].(string)
 	}
 	require.Equal(t, map[string]string{"residency": "pass", "risk": "pass"}, checks)
 

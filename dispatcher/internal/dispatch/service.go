@@ -279,15 +279,27 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 	if err := span.QueueSave(b, root.End(span.OK)); err != nil {
 		return rec, err
 	}
-	for _, c := range verdict.Checks {
-		gs := span.Start(rec.runID, p.OrgID, rec.traceID, rec.runID, span.GovernanceCheck, "governance "+c.Name)
-		gs.StartedAt = root.StartedAt
-		for k, v := range c.Attrs {
-			gs.Set(k, v)
+	// One governance_check span records the whole decision, each check an entry of its
+	// attributes: one row instead of one per check keeps the dispatch to a single round trip
+	// of small writes.
+	if len(verdict.Checks) > 0 {
+		gs := span.Start(rec.runID, p.OrgID, rec.traceID, rec.runID, span.GovernanceCheck, "governance")
+		gs.StartedAt = started
+		checks := make([]map[string]any, 0, len(verdict.Checks))
+		outcome := "pass"
+		for _, c := range verdict.Checks {
+			entry := map[string]any{"check": c.Name, "outcome": c.Outcome}
+			for k, v := range c.Attrs {
+				entry[k] = v
+			}
+			checks = append(checks, entry)
+			if c.Outcome == "hold" || (c.Outcome == "flag" && outcome == "pass") {
+				outcome = c.Outcome
+			}
 		}
-		gs.Set("check", c.Name).Set("outcome", c.Outcome)
+		gs.Set("checks", checks).Set("outcome", outcome)
 		st := span.OK
-		if c.Outcome == "hold" {
+		if outcome == "hold" {
 			st = span.Error
 		}
 		if err := span.QueueSave(b, gs.End(st)); err != nil {
