@@ -90,6 +90,19 @@ func QueueRecord(b *pgx.Batch, runID, orgID, typ string, data any) (*Envelope, e
 	return env, nil
 }
 
+// QueueRecordFirst adds the journaling of a new run's first event (seq 1) to a batch, for a
+// run inserted in the same batch with event_seq 1: no read-modify-write of the run row.
+func QueueRecordFirst(b *pgx.Batch, runID, orgID, typ string, data any) (*Envelope, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s event: %w", typ, err)
+	}
+	env := &Envelope{Type: typ, JobID: runID, OrgID: orgID, Seq: 1, Data: raw}
+	b.Queue(`INSERT INTO run_events (run_id, seq, org_id, type, data) VALUES ($1, 1, $2, $3, $4) RETURNING ts`,
+		runID, orgID, typ, raw).QueryRow(func(row pgx.Row) error { return row.Scan(&env.TS) })
+	return env, nil
+}
+
 // Publisher publishes journaled events on Redis.
 type Publisher struct {
 	Redis redis.UniversalClient

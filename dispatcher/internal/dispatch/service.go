@@ -312,7 +312,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		typ, data = event.JobHeld, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
 			"priority": priority, "trace_id": rec.traceID, "reasons": verdict.Reasons}
 	}
-	env, err := event.QueueRecord(b, rec.runID, p.OrgID, typ, data)
+	env, err := event.QueueRecordFirst(b, rec.runID, p.OrgID, typ, data)
 	if err != nil {
 		return rec, err
 	}

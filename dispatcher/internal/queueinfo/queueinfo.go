@@ -2,7 +2,8 @@
 // consumers are live on it and roughly where a new job stands. Consumers come from asynq's
 // server registry (Inspector.Servers, refreshed in the background, accurate within about
 // 10 s); the position is the length of the pending lists of the job's priority tier and
-// every tier above it.
+// every tier above it, read in the background every BacklogEvery (250 ms) so that a
+// dispatch never pays a Redis round trip for an estimate.
 package queueinfo
 
 import (
@@ -30,10 +31,15 @@ type Tracker struct {
 	Redis     redis.UniversalClient
 	Log       *slog.Logger
 	Every     time.Duration // default 2s
+	// BacklogEvery is how often the pending lists of the queues dispatched to are read;
+	// default 250ms.
+	BacklogEvery time.Duration
 
 	mu        sync.RWMutex
 	consumers map[string]int
+	backlog   map[string][]int64 // named queue -> pending per tier, in run.Priorities order
 	loop      periodic.Loop
+	backLoop  periodic.Loop
 }
 
 // Start refreshes the consumer counts until Stop.
@@ -41,10 +47,51 @@ func (t *Tracker) Start(ctx context.Context) {
 	t.refresh(ctx)
 	t.loop = periodic.Loop{Every: cmp.Or(t.Every, 2*time.Second), Run: t.refresh}
 	t.loop.Start(ctx)
+	t.backLoop = periodic.Loop{Every: cmp.Or(t.BacklogEvery, 250*time.Millisecond), Run: t.refreshBacklog}
+	t.backLoop.Start(ctx)
 }
 
 // Stop ends the refresh.
-func (t *Tracker) Stop() { t.loop.Stop() }
+func (t *Tracker) Stop() {
+	t.backLoop.Stop()
+	t.loop.Stop()
+}
+
+// refreshBacklog reads the pending lists of every queue dispatched to so far.
+func (t *Tracker) refreshBacklog(ctx context.Context) {
+	t.mu.RLock()
+	names := make([]string, 0, len(t.backlog))
+	for n := range t.backlog {
+		names = append(names, n)
+	}
+	t.mu.RUnlock()
+	for _, n := range names {
+		counts, err := t.readBacklog(ctx, n)
+		if err != nil {
+			t.Log.Warn("reading queue backlog", "queue", n, "error", err)
+			return
+		}
+		t.mu.Lock()
+		t.backlog[n] = counts
+		t.mu.Unlock()
+	}
+}
+
+func (t *Tracker) readBacklog(ctx context.Context, name string) ([]int64, error) {
+	pipe := t.Redis.Pipeline()
+	cmds := make([]*redis.IntCmd, len(run.Priorities))
+	for i, tier := range run.Priorities {
+		cmds[i] = pipe.LLen(ctx, PendingKey(queue.Tier(name, tier)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	counts := make([]int64, len(cmds))
+	for i, c := range cmds {
+		counts[i] = c.Val()
+	}
+	return counts, nil
+}
 
 func (t *Tracker) refresh(context.Context) {
 	servers, err := t.Inspector.Servers()
@@ -79,22 +126,30 @@ func (t *Tracker) Consumers(name string) int {
 }
 
 // Position estimates how many tasks are ahead of a new job: the pending tasks of its tier
-// and of every higher tier of the named queue.
+// and of every higher tier of the named queue, as last read (at most BacklogEvery ago). The
+// first job of a queue reads the lists itself.
 func (t *Tracker) Position(ctx context.Context, name string, p run.Priority) (int64, error) {
-	pipe := t.Redis.Pipeline()
-	var cmds []*redis.IntCmd
-	for _, tier := range run.Priorities {
-		cmds = append(cmds, pipe.LLen(ctx, PendingKey(queue.Tier(name, tier))))
+	t.mu.RLock()
+	counts, ok := t.backlog[name]
+	t.mu.RUnlock()
+	if !ok {
+		var err error
+		if counts, err = t.readBacklog(ctx, name); err != nil {
+			return 0, err
+		}
+		t.mu.Lock()
+		if t.backlog == nil {
+			t.backlog = map[string][]int64{}
+		}
+		t.backlog[name] = counts
+		t.mu.Unlock()
+	}
+	var n int64
+	for i, tier := range run.Priorities {
+		n += counts[i]
 		if tier == p {
 			break
 		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, c := range cmds {
-		n += c.Val()
 	}
 	return n, nil
 }

@@ -51,9 +51,10 @@ type NewRun struct {
 
 const insertRunSQL = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_id, skill_version,
 		skill_snapshot, execution_type, queue, priority, status, user_id, payload, metadata, callback_url,
-		idempotency_key, hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id, queued_at)
+		idempotency_key, hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id, queued_at,
+		event_seq)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-		CASE WHEN $11 = 'queued' THEN now() END)
+		CASE WHEN $11 = 'queued' THEN now() END, 1)
 	ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 	RETURNING id`
 
@@ -76,8 +77,9 @@ func insertRunArgs(r NewRun) []any {
 		r.HoldReasons, r.AuditFlagged, r.CostCeilingUSD, r.Deadline, batch}
 }
 
-// QueueInsertRun adds the insert of a new run to a batch. *inserted is set when the batch
-// runs: false means the organisation already has a run with the same idempotency key and
+// QueueInsertRun adds the insert of a new run to a batch. The run starts with event_seq 1:
+// queue its first event with event.QueueRecordFirst in the same batch. *inserted is set when
+// the batch runs: false means the organisation already has a run with the same idempotency key and
 // nothing was written (statements queued after it then fail, and the transaction must be
 // rolled back).
 func QueueInsertRun(b *pgx.Batch, r NewRun, inserted *bool) {
@@ -95,20 +97,6 @@ func QueueInsertRun(b *pgx.Batch, r NewRun, inserted *bool) {
 
 // ErrDuplicate is returned when an idempotency key is taken.
 var ErrDuplicate = errors.New("idempotency key already used")
-
-// InsertRun writes a new run. It returns inserted=false, writing nothing, when the
-// organisation already has a run with the same idempotency key.
-func InsertRun(ctx context.Context, db DB, r NewRun) (inserted bool, err error) {
-	var id string
-	err = db.QueryRow(ctx, insertRunSQL, insertRunArgs(r)...).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("inserting run: %w", err)
-	}
-	return true, nil
-}
 
 // DeleteRun removes a run that never reached its queue.
 func DeleteRun(ctx context.Context, db DB, orgID, id string) error {
