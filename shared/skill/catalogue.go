@@ -1,49 +1,16 @@
 package skill
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/switchyard-ai/switchyard/shared/catalogue"
 )
 
 // LoadDir reads every *.yaml and *.yml file of dir, each holding one binding, sorted by job
 // type. Unknown fields are errors, so a typo never silently drops a setting.
 func LoadDir(dir string) ([]Skill, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading skill catalogue: %w", err)
-	}
-	var skills []Skill
-	seen := map[string]string{}
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		s, err := Parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if prev, dup := seen[s.JobType]; dup {
-			return nil, fmt.Errorf("%s: job_type %q is also defined in %s", path, s.JobType, prev)
-		}
-		seen[s.JobType] = path
-		skills = append(skills, s)
-	}
-	slices.SortFunc(skills, func(a, b Skill) int { return strings.Compare(a.JobType, b.JobType) })
-	return skills, nil
+	return catalogue.LoadDir(dir, "skill", Parse, func(s Skill) string { return s.JobType })
 }
 
 // yamlSkill is the file form: the binding plus chain and autonomous settings as YAML trees.
@@ -56,9 +23,7 @@ type yamlSkill struct {
 // Parse reads one binding from YAML. Enabled defaults to true.
 func Parse(b []byte) (Skill, error) {
 	y := yamlSkill{Skill: Skill{Enabled: true}}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
+	if err := catalogue.Decode(b, &y); err != nil {
 		return Skill{}, fmt.Errorf("parsing skill: %w", err)
 	}
 	if y.JobType == "" {

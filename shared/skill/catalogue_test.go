@@ -1,0 +1,66 @@
+package skill_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/shared/skill"
+)
+
+func write(t *testing.T, dir, name, body string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
+}
+
+func TestLoadDirAppliesDefaultsAndSorts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "b.yaml", "job_type: b_job\nexecution_type: llm_only\n")
+	write(t, dir, "a.yml", "job_type: a_job\nexecution_type: chain\nchain:\n  steps: [{id: one}]\n")
+	write(t, dir, "notes.txt", "ignored")
+	skills, err := skill.LoadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, skills, 2)
+	require.Equal(t, "a_job", skills[0].JobType)
+	require.JSONEq(t, `{"steps":[{"id":"one"}]}`, string(skills[0].Chain))
+	b := skills[1]
+	require.True(t, b.Enabled, "enabled unless the file says otherwise")
+	require.Equal(t, "default", b.Queue)
+	require.Equal(t, "minimal", b.RiskLevel)
+	require.Equal(t, "any", b.DataResidency)
+	require.Equal(t, 5, b.MaxIterations)
+	require.Equal(t, 3, *b.MaxRetries)
+}
+
+func TestLoadDirRefusesTyposAndDuplicates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", "job_type: a_job\nexecution_type: llm_only\nrisk_levle: high\n")
+	_, err := skill.LoadDir(dir)
+	require.ErrorContains(t, err, "risk_levle")
+
+	dir = t.TempDir()
+	write(t, dir, "a.yaml", "job_type: same\nexecution_type: llm_only\n")
+	write(t, dir, "b.yaml", "job_type: same\nexecution_type: llm_only\n")
+	_, err = skill.LoadDir(dir)
+	require.ErrorContains(t, err, `skill "same" is also defined in`)
+
+	_, err = skill.Parse([]byte("description: no job type\n"))
+	require.ErrorContains(t, err, "job_type is required")
+}
+
+func TestTheCatalogueLoads(t *testing.T) {
+	t.Parallel()
+	skills, err := skill.LoadDir(filepath.Join("..", "..", "skills"))
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, s := range skills {
+		names[s.JobType] = true
+	}
+	for _, want := range []string{"demo_llm", "demo_react", "demo_high_risk", "demo_critical", "demo_eu_only"} {
+		require.True(t, names[want], want)
+	}
+}
