@@ -78,7 +78,9 @@ func Main(ctx context.Context, service, class string, args []string) error {
 
 	coordinator := asynq.NewClientFromRedisClient(rdb)
 	// Mutual TLS to the router when configured (SWITCHYARD_ROUTER_CA_FILE & co.).
-	routerTransport := &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}
+	// As many idle connections as calls can be in flight: a connection dropped for want of an
+	// idle slot costs a new (mutual TLS) handshake on the next call.
+	routerTransport := &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second}
 	if cfg.RouterCAFile != "" {
 		if routerTransport.TLSClientConfig, err = routerclient.TLSConfig(cfg.RouterCAFile, cfg.RouterCertFile, cfg.RouterKeyFile); err != nil {
 			return err

@@ -237,7 +237,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 		Limiter:     lim, Estimator: est, Breakers: server.NewBreakers(breaker.Options{}, metrics),
 		Budget: &budget.Guard{RDB: rdb, Store: budget.PGStore{DB: pool}},
 		Ledger: usage, Log: log, Metrics: metrics, MaxWait: cfg.MaxWait, DefaultMaxTokens: cfg.DefaultMaxTokens,
-		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}},
+		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second}},
 	}
 	watcher := &registry.Watcher{DB: pool, Log: log, OnChange: srv.OnRegistryChange, OnReset: srv.OnRegistryReset}
 	if err := watcher.Start(ctx); err != nil {
