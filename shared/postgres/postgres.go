@@ -4,10 +4,15 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// DefaultMaxConns is the pool size when the URL sets none. pgx's own default (the number of
+// CPUs, at least 4) starves an executor holding hundreds of runs in flight.
+const DefaultMaxConns = 32
 
 // Connect opens a pool to the database at url and checks that it answers. Pool settings
 // may be given as URL parameters (pool_max_conns, ...).
@@ -15,6 +20,9 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parsing database url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
