@@ -92,6 +92,7 @@ func (a *App) Start(ctx context.Context) {
 
 // Stop stops in reverse order and closes the Redis clients. Stop the HTTP server first.
 func (a *App) Stop() {
+	a.Server.Dispatch.Close()
 	a.Server.CloseLive() // WebSocket clients: hijacked, so http.Server.Shutdown leaves them open
 	a.Callbacks.Stop()
 	a.Reconciler.Stop()

@@ -61,7 +61,13 @@ type Service struct {
 	Window time.Duration
 	// Resolver, when set, replaces DNS when callback URLs are checked (tests).
 	Resolver netguard.Resolver
+
+	group committer
 }
+
+// Close stops the group committer once what it holds is written; call it after the HTTP
+// server has stopped.
+func (s *Service) Close() { s.group.stop() }
 
 // checkCallback refuses a callback URL that resolves to a private, loopback or metadata
 // address the organisation has not allowlisted.
@@ -317,8 +323,14 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		return rec, err
 	}
 	// A batch without explicit transaction control runs as one implicit transaction (one
-	// Sync for the whole pipeline): all of it or none of it, in a single round trip.
-	err = s.DB.SendBatch(ctx, b).Close()
+	// Sync for the whole pipeline): all of it or none of it, in a single round trip. Without an
+	// idempotency key (which may conflict, by design) it shares the transaction with other
+	// dispatches arriving at the same moment.
+	if req.IdempotencyKey == "" {
+		err = s.group.commit(ctx, s.DB, b)
+	} else {
+		err = s.DB.SendBatch(ctx, b).Close()
+	}
 	if !inserted && req.IdempotencyKey != "" {
 		return rec, store.ErrDuplicate
 	}
