@@ -14,9 +14,6 @@ import (
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,20 +21,11 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/config"
-	"github.com/switchyard-ai/switchyard/migrations"
-	"github.com/switchyard-ai/switchyard/shared/logging"
-	"github.com/switchyard-ai/switchyard/shared/postgres"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
+	"github.com/switchyard-ai/switchyard/shared/service"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "dispatcher:", err)
-		os.Exit(1)
-	}
-}
+func main() { service.Main("dispatcher", run) }
 
 func run(ctx context.Context, args []string) error {
 	cmd := "serve"
@@ -48,11 +36,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := logging.New(os.Stderr, "dispatcher", cfg.LogLevel)
-	if err != nil {
-		return fmt.Errorf("SWITCHYARD_LOG_LEVEL: %w", err)
-	}
-	pool, err := postgres.Connect(ctx, cfg.DatabaseURL)
+	log, pool, err := service.Open(ctx, "dispatcher", cfg.LogLevel, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
@@ -60,12 +44,7 @@ func run(ctx context.Context, args []string) error {
 
 	switch cmd {
 	case "migrate":
-		v, err := migrations.Apply(ctx, pool)
-		if err != nil {
-			return err
-		}
-		log.Info("migrations applied", "version", v)
-		return nil
+		return service.Migrate(ctx, pool, log)
 	case "bootstrap":
 		fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
 		var opts bootstrap.Options

@@ -6,19 +6,13 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/app"
+	"github.com/switchyard-ai/switchyard/shared/service"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := app.Main(ctx, "executor", "cpu", os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "executor:", err)
-		os.Exit(1)
-	}
+	service.Main("executor", func(ctx context.Context, args []string) error {
+		return app.Main(ctx, "executor", "cpu", args)
+	})
 }

@@ -23,16 +23,14 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/runner"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/executor/internal/worker"
-	"github.com/switchyard-ai/switchyard/migrations"
 	"github.com/switchyard-ai/switchyard/shared/event"
-	"github.com/switchyard-ai/switchyard/shared/logging"
-	"github.com/switchyard-ai/switchyard/shared/postgres"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
+	"github.com/switchyard-ai/switchyard/shared/service"
 )
 
 // Main runs the executor for a queue class with the command-line arguments.
-func Main(ctx context.Context, service, class string, args []string) error {
+func Main(ctx context.Context, name, class string, args []string) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd = args[0]
@@ -41,22 +39,14 @@ func Main(ctx context.Context, service, class string, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := logging.New(os.Stderr, service, cfg.LogLevel)
-	if err != nil {
-		return fmt.Errorf("SWITCHYARD_LOG_LEVEL: %w", err)
-	}
-	pool, err := postgres.Connect(ctx, cfg.DatabaseURL)
+	log, pool, err := service.Open(ctx, name, cfg.LogLevel, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	switch cmd {
 	case "migrate":
-		v, err := migrations.Apply(ctx, pool)
-		if err == nil {
-			log.Info("migrations applied", "version", v)
-		}
-		return err
+		return service.Migrate(ctx, pool, log)
 	case "serve":
 	default:
 		return fmt.Errorf("unknown command %q (want serve or migrate)", cmd)

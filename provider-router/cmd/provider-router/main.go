@@ -22,14 +22,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchyard-ai/switchyard/migrations"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/breaker"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/config"
@@ -42,19 +39,11 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/registry"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/routing"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/server"
-	"github.com/switchyard-ai/switchyard/shared/logging"
-	"github.com/switchyard-ai/switchyard/shared/postgres"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
+	"github.com/switchyard-ai/switchyard/shared/service"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "provider-router:", err)
-		os.Exit(1)
-	}
-}
+func main() { service.Main("provider-router", run) }
 
 func run(ctx context.Context, args []string) error {
 	cmd := "serve"
@@ -76,22 +65,14 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := logging.New(os.Stderr, "provider-router", cfg.LogLevel)
-	if err != nil {
-		return fmt.Errorf("SWITCHYARD_LOG_LEVEL: %w", err)
-	}
-	pool, err := postgres.Connect(ctx, cfg.DatabaseURL)
+	log, pool, err := service.Open(ctx, "provider-router", cfg.LogLevel, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	switch cmd {
 	case "migrate":
-		v, err := migrations.Apply(ctx, pool)
-		if err == nil {
-			log.Info("migrations applied", "version", v)
-		}
-		return err
+		return service.Migrate(ctx, pool, log)
 	case "credentials":
 		ring, err := credential.LoadKeyRing(cfg.KeysFile, cfg.Keys)
 		if err != nil {
