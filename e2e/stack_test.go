@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,12 +100,30 @@ type StackOptions struct {
 	RouterTLS bool
 }
 
+// nextPort hands out ports for the binaries the tests start. They come from a range below
+// Linux's ephemeral ports (32768+) and are never handed out twice, so a port picked for one
+// stack cannot be taken meanwhile by another parallel stack or by an ephemeral socket — which
+// asking the kernel for a free port (":0") and closing it again cannot promise.
+var nextPort atomic.Int32
+
+func init() { nextPort.Store(int32(21000 + os.Getpid()%2000)) }
+
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	for range 1000 {
+		port := nextPort.Add(1)
+		if port >= 24000 {
+			nextPort.Store(21000)
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if l, err := net.Listen("tcp", addr); err == nil {
+			require.NoError(t, l.Close())
+			return addr
+		}
+	}
+	t.Fatal("no free port in 21000-23999")
+	return ""
 }
 
 // startStack migrates, bootstraps and starts sim-llm, provider-router, executor and
