@@ -264,7 +264,7 @@ func replicas(st *routerstack.Stack, rpm int, d time.Duration) error {
 		return errors.New(resp.Status)
 	})
 	elapsed := time.Since(start)
-	sim, err := simStats(simURL)
+	sim, err := routerstack.SimStats(simURL)
 	if err != nil {
 		return err
 	}
@@ -277,21 +277,4 @@ func replicas(st *routerstack.Stack, rpm int, d time.Duration) error {
 		sim.Served, sim.Refused429, allowed, 100*float64(sim.Served)/allowed)
 	fmt.Printf("router latency of served calls: %s\n", res.Latency)
 	return nil
-}
-
-type counters struct {
-	Served     int64 `json:"served"`
-	Refused429 int64 `json:"refused_429"`
-}
-
-func simStats(simURL string) (counters, error) {
-	resp, err := http.Get(simURL + "/sim/stats")
-	if err != nil {
-		return counters{}, err
-	}
-	defer resp.Body.Close()
-	var s struct {
-		Total counters `json:"total"`
-	}
-	return s.Total, json.NewDecoder(resp.Body).Decode(&s)
 }

@@ -115,7 +115,7 @@ func run(k float64, sessions int, profs, arrivals string, seed uint64, latency, 
 					return err
 				}
 				r := play(client, routerURL, st, org, mode, starts, k)
-				sim, _ := simStats(simURL)
+				sim, _ := routerstack.SimStats(simURL)
 				r.upstream429 = sim.Refused429
 				res[mode] = r
 				fmt.Printf("%-32s %-8s %-8s sessions=%d mean=%6.1fs p95=%6.1fs (uncompressed) errors=%d upstream_429=%d wall=%s\n",
@@ -254,21 +254,4 @@ func call(client *http.Client, url string, st *routerstack.Stack, org routerstac
 		return fmt.Errorf("%s: %d %s", ct.name, resp.StatusCode, raw)
 	}
 	return nil
-}
-
-type counters struct {
-	Served     int64 `json:"served"`
-	Refused429 int64 `json:"refused_429"`
-}
-
-func simStats(simURL string) (counters, error) {
-	resp, err := http.Get(simURL + "/sim/stats")
-	if err != nil {
-		return counters{}, err
-	}
-	defer resp.Body.Close()
-	var s struct {
-		Total counters `json:"total"`
-	}
-	return s.Total, json.NewDecoder(resp.Body).Decode(&s)
 }

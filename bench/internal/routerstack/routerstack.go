@@ -254,3 +254,22 @@ func UUID() string {
 	u[8] = u[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
 }
+
+// SimCounters are sim-llm's totals of calls served and refused.
+type SimCounters struct {
+	Served     int64 `json:"served"`
+	Refused429 int64 `json:"refused_429"`
+}
+
+// SimStats reads sim-llm's counters (GET /sim/stats).
+func SimStats(simURL string) (SimCounters, error) {
+	resp, err := http.Get(simURL + "/sim/stats")
+	if err != nil {
+		return SimCounters{}, err
+	}
+	defer resp.Body.Close()
+	var s struct {
+		Total SimCounters `json:"total"`
+	}
+	return s.Total, json.NewDecoder(resp.Body).Decode(&s)
+}

@@ -209,65 +209,54 @@ func (c *Cache) store(gen uint64, put func()) {
 	}
 }
 
-// Skill returns an organisation's binding for a job type (skill.ErrNotFound if none).
-func (c *Cache) Skill(ctx context.Context, orgID, jobType string) (skill.Skill, error) {
-	k := skillKey{orgID, jobType}
+// readThrough serves key from the map that table returns while the cache is live; otherwise
+// it loads the value and keeps it, unless an invalidation happened during the load. table is
+// called under the cache's lock each time, since an invalidation replaces the maps.
+func readThrough[K comparable, V any](c *Cache, table func() map[K]V, key K, load func() (V, error)) (V, error) {
 	live, gen := c.snapshot()
 	if live {
 		c.mu.RLock()
-		e, ok := c.skills[k]
+		v, ok := table()[key]
 		c.mu.RUnlock()
 		if ok {
-			if !e.found {
-				return skill.Skill{}, skill.ErrNotFound
-			}
-			return e.s, nil
+			return v, nil
 		}
 	}
-	s, err := skill.Get(ctx, c.db, orgID, jobType)
-	if err != nil && !errors.Is(err, skill.ErrNotFound) {
-		return s, err
+	v, err := load()
+	if err != nil {
+		return v, err
 	}
-	c.store(gen, func() { c.skills[k] = skillEntry{s: s, found: err == nil} })
-	return s, err
+	c.store(gen, func() { table()[key] = v })
+	return v, nil
+}
+
+// Skill returns an organisation's binding for a job type (skill.ErrNotFound if none).
+// A missing binding is cached too, so unknown job types do not reach Postgres every time.
+func (c *Cache) Skill(ctx context.Context, orgID, jobType string) (skill.Skill, error) {
+	e, err := readThrough(c, func() map[skillKey]skillEntry { return c.skills }, skillKey{orgID, jobType},
+		func() (skillEntry, error) {
+			s, err := skill.Get(ctx, c.db, orgID, jobType)
+			if errors.Is(err, skill.ErrNotFound) {
+				return skillEntry{}, nil
+			}
+			return skillEntry{s: s, found: err == nil}, err
+		})
+	if err == nil && !e.found {
+		err = skill.ErrNotFound
+	}
+	return e.s, err
 }
 
 // Queue returns a registered queue (store.ErrNotFound if none).
 func (c *Cache) Queue(ctx context.Context, name string) (store.Queue, error) {
-	live, gen := c.snapshot()
-	if live {
-		c.mu.RLock()
-		q, ok := c.queues[name]
-		c.mu.RUnlock()
-		if ok {
-			return q, nil
-		}
-	}
-	q, err := store.GetQueue(ctx, c.db, name)
-	if err != nil {
-		return q, err
-	}
-	c.store(gen, func() { c.queues[name] = q })
-	return q, nil
+	return readThrough(c, func() map[string]store.Queue { return c.queues }, name,
+		func() (store.Queue, error) { return store.GetQueue(ctx, c.db, name) })
 }
 
 // Org returns an organisation's settings.
 func (c *Cache) Org(ctx context.Context, id string) (store.Org, error) {
-	live, gen := c.snapshot()
-	if live {
-		c.mu.RLock()
-		o, ok := c.orgs[id]
-		c.mu.RUnlock()
-		if ok {
-			return o, nil
-		}
-	}
-	o, err := store.GetOrg(ctx, c.db, id)
-	if err != nil {
-		return o, err
-	}
-	c.store(gen, func() { c.orgs[id] = o })
-	return o, nil
+	return readThrough(c, func() map[string]store.Org { return c.orgs }, id,
+		func() (store.Org, error) { return store.GetOrg(ctx, c.db, id) })
 }
 
 // Authenticate resolves an API key to its principal; the stored hash is compared in
