@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // served only when SWITCHYARD_PPROF_ADDR is set (Profile)
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,7 +33,8 @@ func Main(name string, fn func(ctx context.Context, args []string) error) {
 }
 
 // Open returns the logger (JSON on stderr, tagged with the service name) and the Postgres
-// pool a binary works with. Close the pool when done.
+// pool a binary works with, and starts the profiler when SWITCHYARD_PPROF_ADDR is set.
+// Close the pool when done.
 func Open(ctx context.Context, name, logLevel, databaseURL string) (*slog.Logger, *pgxpool.Pool, error) {
 	log, err := logging.New(os.Stderr, name, logLevel)
 	if err != nil {
@@ -41,7 +44,23 @@ func Open(ctx context.Context, name, logLevel, databaseURL string) (*slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
+	Profile(log, os.Getenv("SWITCHYARD_PPROF_ADDR"))
 	return log, pool, nil
+}
+
+// Profile serves Go's profiler (net/http/pprof) on addr when addr is set: every binary
+// reads it from SWITCHYARD_PPROF_ADDR through Open. Keep it on loopback; it is off by
+// default. The profiler registers on http.DefaultServeMux, which serves nothing else.
+func Profile(log *slog.Logger, addr string) {
+	if addr == "" {
+		return
+	}
+	go func() {
+		log.Info("profiler listening", "addr", addr)
+		if err := http.ListenAndServe(addr, nil); err != nil {
+			log.Warn("profiler stopped", "error", err)
+		}
+	}()
 }
 
 // Migrate applies the schema migrations and logs the version reached.

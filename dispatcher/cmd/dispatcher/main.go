@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	_ "net/http/pprof"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -91,15 +90,6 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog
 	// background loops and close the clients.
 	defer a.Stop()
 
-	if cfg.PprofAddr != "" {
-		// net/http/pprof registers on the default mux, which serves nothing else.
-		go func() {
-			log.Info("profiler listening", "addr", cfg.PprofAddr)
-			if err := http.ListenAndServe(cfg.PprofAddr, nil); err != nil {
-				log.Warn("profiler stopped", "error", err)
-			}
-		}()
-	}
 	httpSrv := &http.Server{Addr: cfg.Addr, Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.ListenAndServe() }()

@@ -24,9 +24,6 @@ type Config struct {
 	TaskRetention time.Duration
 	// ShutdownGrace is how long in-flight requests may take after SIGTERM; default 10s.
 	ShutdownGrace time.Duration
-	// PprofAddr is SWITCHYARD_PPROF_ADDR: when set, Go's profiler listens there (keep it on
-	// loopback); default off.
-	PprofAddr string
 }
 
 // FromEnv reads the configuration.
@@ -36,7 +33,6 @@ func FromEnv() (Config, error) {
 		RedisURL:      os.Getenv("SWITCHYARD_REDIS_URL"),
 		Addr:          cmp.Or(os.Getenv("SWITCHYARD_DISPATCHER_ADDR"), "127.0.0.1:8080"),
 		LogLevel:      cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
-		PprofAddr:     os.Getenv("SWITCHYARD_PPROF_ADDR"),
 		ShutdownGrace: 10 * time.Second,
 	}
 	retention := cmp.Or(os.Getenv("SWITCHYARD_TASK_RETENTION"), "2m")
