@@ -6,9 +6,19 @@
 //	overhead  handler wall time (started_at -> finished_at) minus the router call (the
 //	          llm_call span's latency_ms), per Tier 1 job
 //	load      a closed loop holding -inflight jobs in flight on a queue of that concurrency
-//	          for -duration, against a model with the lab latency; throughput per window
-//	          against the theoretical rate in-flight / mean router-call latency, and the
-//	          executor's resident memory per in-flight job (from its /metrics)
+//	          for -duration after -warmup, against a model with the lab latency; throughput
+//	          per window against the theoretical rate in-flight / mean router-call latency,
+//	          and the executor's resident memory per in-flight job (from its /metrics)
+//
+// The load phase reports the ratio to the theoretical rate two ways. By Little's law the
+// achieved rate is (mean number of router calls in progress) / (mean router-call latency),
+// so achieved / theoretical equals the share of the -inflight slots' time spent inside a
+// router call: "occupancy", summed from the llm_call spans' intervals clipped to the
+// window. It is exact whatever the mix of calls in progress. The plain ratio (completions
+// per second × mean latency of the calls that completed in the window / in-flight) agrees
+// with it only in steady state: with latencies up to 40 s a window that starts soon after
+// the first wave holds too few long calls at its start and too many at its end, which
+// biases that ratio low by several percent; hence the -warmup.
 //
 // It registers, for the organisation -org: the queue "bench" (cpu, concurrency -inflight),
 // the skills bench_fast (routing hint fast, queue default) and bench_lab (routing hint
@@ -63,7 +73,8 @@ func main() {
 	metrics := flag.String("metrics", "http://127.0.0.1:8081/metrics", "the executor's /metrics")
 	idleN := flag.Int("idle", 300, "transit/overhead jobs run one at a time (phase 1)")
 	inflight := flag.Int("inflight", 1000, "jobs held in flight in the load phase (0 skips it)")
-	duration := flag.Duration("duration", 60*time.Second, "length of the load phase after ramp-up")
+	duration := flag.Duration("duration", 60*time.Second, "length of the load phase after the warm-up")
+	warmup := flag.Duration("warmup", 60*time.Second, "load before measuring: longer than the longest call, so the mix in flight settles")
 	window := flag.Duration("window", 10*time.Second, "throughput window")
 	flag.Parse()
 	if *dbURL == "" || *redisURL == "" {
@@ -72,13 +83,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := runBench(ctx, *dbURL, *redisURL, *org, *metrics, *idleN, *inflight, *duration, *window); err != nil {
+	if err := runBench(ctx, *dbURL, *redisURL, *org, *metrics, *idleN, *inflight, *warmup, *duration, *window); err != nil {
 		fmt.Fprintln(os.Stderr, "executorbench:", err)
 		os.Exit(1)
 	}
 }
 
-func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, inflight int, duration, window time.Duration) error {
+func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, inflight int, warmup, duration, window time.Duration) error {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return err
@@ -154,7 +165,7 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 		loadIDs.Store(id, true)
 	}
 	fmt.Printf("load   %d jobs enqueued in %s\n", inflight, time.Since(start).Round(time.Millisecond))
-	// Ramp-up: the first wave's long tail; measure after two mean latencies.
+	// Warm-up: the first wave holds only short calls; measure once the mix has settled.
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	var probeIDs []string
 	probeEnq := map[string]time.Time{}
@@ -172,7 +183,7 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
-	time.Sleep(10 * time.Second)
+	time.Sleep(warmup)
 	var rssLoad []float64
 	base := completed.Load()
 	t0 := time.Now()
@@ -186,7 +197,8 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 		fmt.Printf("load   window %d: %.1f jobs/s, executor rss %.0f MiB, in flight %d\n", len(rates), rate,
 			rssLoad[len(rssLoad)-1]/(1<<20), b.inFlight(ctx))
 	}
-	elapsed := time.Since(t0)
+	t1 := time.Now()
+	elapsed := t1.Sub(t0)
 	total := completed.Load() - base
 	stopProbes()
 	probes.Wait()
@@ -204,11 +216,24 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 		WHERE r.job_type = 'bench_lab' AND s.type = 'llm_call' AND s.ended_at > $1`, t0).Scan(&meanLLM); err != nil {
 		return err
 	}
+	// Seconds spent inside router calls within [t0, t1]: a finished call spans
+	// [ended_at - latency_ms, ended_at]; one still in progress at t1 started at started_at.
+	var busy float64
+	if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(GREATEST(0, extract(epoch FROM
+			LEAST(COALESCE(s.ended_at, $2), $2) -
+			GREATEST(COALESCE(s.ended_at - make_interval(secs => (s.attributes->>'latency_ms')::float8 / 1000), s.started_at), $1)))), 0)
+		FROM spans s JOIN runs r ON r.id = s.run_id
+		WHERE r.job_type = 'bench_lab' AND s.type = 'llm_call' AND s.started_at < $2
+			AND (s.ended_at IS NULL OR s.ended_at > $1)`, t0, t1).Scan(&busy); err != nil {
+		return err
+	}
 	rate := float64(total) / elapsed.Seconds()
 	theory := float64(inflight) / (meanLLM / 1000)
 	fmt.Printf("loaded transit enqueue->handler start (default queue, during load): %s\n", stats.Summarize(ptransit))
 	fmt.Printf("load   %d completed in %s: %.1f jobs/s; mean router call %.0f ms; theoretical %d/%.3fs = %.1f jobs/s; ratio %.1f%%\n",
 		total, elapsed.Round(time.Second), rate, meanLLM, inflight, meanLLM/1000, theory, 100*rate/theory)
+	fmt.Printf("load   occupancy (time inside router calls / in-flight slots × window) %.1f%%: %.0f of %.0f slot-seconds\n",
+		100*busy/(float64(inflight)*elapsed.Seconds()), busy, float64(inflight)*elapsed.Seconds())
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range rates {
 		lo, hi = math.Min(lo, r), math.Max(hi, r)

@@ -22,7 +22,7 @@ $B/sim-llm --addr 127.0.0.1:58099 --log-level warn --model 'sim-fast=output=unif
   --model "sim-large=latency=${LAB:-mix:0.95*uniform:1s-5s,0.05*uniform:20s-40s},output=uniform:10-30" > $B/sim.log 2>&1 &
 echo $! > $B/sim.pid
 $B/provider-router > $B/router.log 2>&1 & echo $! > $B/router.pid
-$B/executor > $B/executor.log 2>&1 & echo $! > $B/executor.pid
+SWITCHYARD_PPROF_ADDR=127.0.0.1:58060 $B/executor > $B/executor.log 2>&1 & echo $! > $B/executor.pid
 sleep 2
 $B/executorbench -metrics http://127.0.0.1:58081/metrics "$@" || true
 pids="$(cat $B/executor.pid) $(cat $B/router.pid) $(cat $B/sim.pid)"

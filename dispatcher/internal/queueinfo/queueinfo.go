@@ -99,16 +99,22 @@ func (t *Tracker) refresh(context.Context) {
 		t.Log.Warn("reading queue consumers", "error", err)
 		return
 	}
+	// An executor serves a queue of high concurrency with several asynq servers (see the
+	// executor's worker package): consumers are processes, so count each host and PID once.
+	type consumer struct {
+		queue, host string
+		pid         int
+	}
+	seen := map[consumer]bool{}
 	counts := map[string]int{}
 	for _, s := range servers {
 		if s.Status != "active" {
 			continue
 		}
-		seen := map[string]bool{}
 		for q := range s.Queues {
 			name, _, _ := strings.Cut(q, ":")
-			if !seen[name] {
-				seen[name] = true
+			if c := (consumer{name, s.Host, s.PID}); !seen[c] {
+				seen[c] = true
 				counts[name]++
 			}
 		}
@@ -118,7 +124,7 @@ func (t *Tracker) refresh(context.Context) {
 	t.mu.Unlock()
 }
 
-// Consumers returns how many live executor servers consume a named queue.
+// Consumers returns how many live executor processes consume a named queue.
 func (t *Tracker) Consumers(name string) int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +38,10 @@ type Config struct {
 	// TaskCheckInterval is SWITCHYARD_TASK_CHECK_INTERVAL; default 5ms (see docs/PERFORMANCE.md:
 	// idle queue transit is about half of it, at ~200 idle polls a second per queue).
 	TaskCheckInterval time.Duration
+	// ShardSize is SWITCHYARD_QUEUE_SHARD_SIZE, the most handlers one asynq server runs: a
+	// queue of higher concurrency is served by several servers that split it; default 250
+	// (see internal/worker).
+	ShardSize int
 	// ShutdownGrace is SWITCHYARD_SHUTDOWN_GRACE, how long in-flight jobs may run after
 	// SIGTERM before they go back to their queue; default 30s.
 	ShutdownGrace time.Duration
@@ -77,6 +82,11 @@ func FromEnv(class string) (Config, error) {
 	var err error
 	if c.TaskCheckInterval, err = duration("SWITCHYARD_TASK_CHECK_INTERVAL", "5ms"); err != nil {
 		return c, err
+	}
+	if v := os.Getenv("SWITCHYARD_QUEUE_SHARD_SIZE"); v != "" {
+		if c.ShardSize, err = strconv.Atoi(v); err != nil || c.ShardSize < 1 {
+			return c, fmt.Errorf("SWITCHYARD_QUEUE_SHARD_SIZE: %q is not a positive whole number", v)
+		}
 	}
 	if c.ShutdownGrace, err = duration("SWITCHYARD_SHUTDOWN_GRACE", "30s"); err != nil {
 		return c, err

@@ -1,7 +1,13 @@
-// Package worker runs one asynq server per named queue of the executor's class (cpu or gpu),
-// each with that queue's concurrency from the registry, and restarts a queue's server when
-// its registry row changes. SIGTERM drains: in-flight tasks finish within the grace period
-// or go back to their queue.
+// Package worker runs the asynq servers of the named queues of the executor's class (cpu or
+// gpu), each queue with its concurrency from the registry, and restarts a queue's servers
+// when its registry row changes. SIGTERM drains: in-flight tasks finish within the grace
+// period or go back to their queue.
+//
+// A queue whose concurrency exceeds Options.ShardSize is served by several asynq servers
+// that split its concurrency: an asynq server takes tasks off Redis in one goroutine, one
+// task and up to one Redis round trip per priority tier at a time, and with a thousand
+// handlers competing for two cores that one goroutine, not the handlers, limited how fast
+// finished slots were refilled (docs/PERFORMANCE.md, executor).
 package worker
 
 import (
@@ -33,6 +39,9 @@ type Options struct {
 	TaskCheckInterval time.Duration
 	// ShutdownTimeout is the drain grace period; default 30s.
 	ShutdownTimeout time.Duration
+	// ShardSize is the most handlers one asynq server runs; a queue of higher concurrency
+	// gets ceil(concurrency/ShardSize) servers sharing it. Default 250.
+	ShardSize int
 	// Redis, when set, enables fast recovery of dead workers' tasks (recover.go), checked
 	// every RecoverInterval (default 2s).
 	Redis           redis.UniversalClient
@@ -55,8 +64,30 @@ type Worker struct {
 }
 
 type served struct {
-	srv  *asynq.Server
+	srvs []*asynq.Server
 	spec spec
+}
+
+// shutdown drains the queue's servers together.
+func (s *served) shutdown() {
+	var wg sync.WaitGroup
+	for _, srv := range s.srvs {
+		wg.Go(srv.Shutdown)
+	}
+	wg.Wait()
+}
+
+// shards splits a concurrency into the fewest parts of at most size, as equal as can be.
+func shards(concurrency, size int) []int {
+	n := max(1, (concurrency+size-1)/size)
+	parts := make([]int, n)
+	for i := range parts {
+		parts[i] = concurrency / n
+		if i < concurrency%n {
+			parts[i]++
+		}
+	}
+	return parts
 }
 
 // spec is what a queue's server is built from; a change restarts the server.
@@ -73,6 +104,9 @@ func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.ShardSize <= 0 {
+		opts.ShardSize = 250
 	}
 	if opts.RecoverInterval == 0 {
 		opts.RecoverInterval = 2 * time.Second
@@ -121,7 +155,7 @@ func (w *Worker) Stop() {
 	var wg sync.WaitGroup
 	for name, s := range w.servers {
 		wg.Go(func() {
-			s.srv.Shutdown()
+			s.shutdown()
 			w.log.Info("queue drained", "queue", name)
 		})
 	}
@@ -173,7 +207,7 @@ func (w *Worker) sync(ctx context.Context) error {
 	}
 	for name, s := range w.servers {
 		if ws, ok := want[name]; !ok || ws != s.spec {
-			s.srv.Shutdown()
+			s.shutdown()
 			delete(w.servers, name)
 			w.log.Info("queue server stopped", "queue", name)
 		}
@@ -182,12 +216,18 @@ func (w *Worker) sync(ctx context.Context) error {
 		if _, ok := w.servers[name]; ok {
 			continue
 		}
-		srv := w.newServer(s)
-		if err := srv.Start(w.handler); err != nil {
-			return fmt.Errorf("starting server for queue %q: %w", name, err)
+		sv := &served{spec: s}
+		parts := shards(s.Concurrency, w.opts.ShardSize)
+		for _, c := range parts {
+			srv := w.newServer(s, c)
+			if err := srv.Start(w.handler); err != nil {
+				sv.shutdown()
+				return fmt.Errorf("starting server for queue %q: %w", name, err)
+			}
+			sv.srvs = append(sv.srvs, srv)
 		}
-		w.servers[name] = &served{srv: srv, spec: s}
-		w.log.Info("queue server started", "queue", name, "concurrency", s.Concurrency, "class", s.Class)
+		w.servers[name] = sv
+		w.log.Info("queue server started", "queue", name, "concurrency", s.Concurrency, "servers", len(parts), "class", s.Class)
 	}
 	if len(w.servers) == 0 {
 		w.log.Warn("no queues to serve", "class", w.opts.Class)
@@ -195,10 +235,10 @@ func (w *Worker) sync(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) newServer(s spec) *asynq.Server {
+func (w *Worker) newServer(s spec, concurrency int) *asynq.Server {
 	log := w.log.With("queue", s.Name)
 	return asynq.NewServer(w.redis, asynq.Config{
-		Concurrency:              s.Concurrency,
+		Concurrency:              concurrency,
 		Queues:                   queue.Tiers(s.Name),
 		TaskCheckInterval:        w.opts.TaskCheckInterval,
 		DelayedTaskCheckInterval: 500 * time.Millisecond,

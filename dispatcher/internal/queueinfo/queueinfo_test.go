@@ -1,0 +1,48 @@
+package queueinfo
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/shared/redisconn"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
+)
+
+// TestConsumersCountProcesses starts two asynq servers on one named queue in this process,
+// as an executor does for a queue of high concurrency: that is one consumer, not two.
+func TestConsumersCountProcesses(t *testing.T) {
+	t.Parallel()
+	url, rdb := testkit.Redis(t)
+	opt, err := redisconn.Asynq(url)
+	require.NoError(t, err)
+	for range 2 {
+		srv := asynq.NewServer(opt, asynq.Config{Concurrency: 2, Queues: queue.Tiers("wide"),
+			Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
+		require.NoError(t, srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })))
+		t.Cleanup(srv.Shutdown)
+	}
+	insp := asynq.NewInspector(opt)
+	defer insp.Close()
+	tr := &Tracker{Inspector: insp, Redis: rdb, Log: slog.New(slog.DiscardHandler)}
+	require.Eventually(t, func() bool {
+		servers, err := insp.Servers()
+		return err == nil && len(servers) == 2
+	}, 5*time.Second, 20*time.Millisecond, "both servers registered")
+	tr.refresh(context.Background())
+	require.Equal(t, 1, tr.Consumers("wide"))
+	require.Equal(t, 0, tr.Consumers("other"))
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debug(...any) {}
+func (nopLogger) Info(...any)  {}
+func (nopLogger) Warn(...any)  {}
+func (nopLogger) Error(...any) {}
+func (nopLogger) Fatal(...any) {}
