@@ -33,25 +33,53 @@ type Run struct {
 var errRunMissing = errors.New("run missing")
 
 func loadRun(ctx context.Context, db run.DB, id string) (Run, error) {
-	var r Run
-	var chainID, chainStep *string
-	err := db.QueryRow(ctx, `SELECT id, org_id, trace_id, job_type, status, priority, queue, user_id,
-			execution_type, payload, skill_version, chain_id::text, chain_step, cost_ceiling_usd::float8,
-			attempts, queued_at, cancel_requested_at IS NOT NULL, deadline_at
-		FROM runs WHERE id = $1`, id).Scan(&r.ID, &r.OrgID, &r.TraceID, &r.JobType, &r.Status, &r.Priority,
-		&r.Queue, &r.UserID, &r.ExecutionType, &r.Payload, &r.SkillVersion, &chainID, &chainStep,
-		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt)
+	r, err := scanRun(db.QueryRow(ctx, `SELECT `+runColumns+` FROM runs r WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, errRunMissing
 	}
 	if err != nil {
 		return r, fmt.Errorf("loading run %s: %w", id, err)
 	}
+	return r, nil
+}
+
+// runColumns are the columns scanRun reads, of a runs row aliased r.
+const runColumns = `r.id, r.org_id, r.trace_id, r.job_type, r.status, r.priority, r.queue, r.user_id,
+	r.execution_type, r.payload, r.skill_version, r.chain_id::text, r.chain_step, r.cost_ceiling_usd::float8,
+	r.attempts, r.queued_at, r.cancel_requested_at IS NOT NULL, r.deadline_at`
+
+func scanRun(row pgx.Row, extra ...any) (Run, error) {
+	var r Run
+	var chainID, chainStep *string
+	err := row.Scan(append([]any{&r.ID, &r.OrgID, &r.TraceID, &r.JobType, &r.Status, &r.Priority,
+		&r.Queue, &r.UserID, &r.ExecutionType, &r.Payload, &r.SkillVersion, &chainID, &chainStep,
+		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt}, extra...)...)
 	if chainID != nil {
 		r.ChainID = *chainID
 	}
 	if chainStep != nil {
 		r.ChainStep = *chainStep
 	}
-	return r, nil
+	return r, err
+}
+
+// claimRun is the common pickup in one round trip: it claims a queued run (or resumes a
+// running one whose worker died) exactly as run.Claim does, and returns the row as it was
+// before the claim (as loadRun would have read it) with the status it had. ok is false,
+// with no error and nothing written, when the run is missing, not runnable or has a
+// cancellation pending: the caller then loads it and decides.
+func claimRun(ctx context.Context, db run.DB, id string) (r Run, prev run.Status, ok bool, err error) {
+	r, err = scanRun(db.QueryRow(ctx, `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
+			started_at = COALESCE(r.started_at, now()), updated_at = now()
+		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
+		WHERE r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
+		RETURNING `+runColumns+`, o.old`, id), &prev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, "", false, nil
+	}
+	if err != nil {
+		return Run{}, "", false, fmt.Errorf("claiming run %s: %w", id, err)
+	}
+	r.Status, r.Attempts = prev, r.Attempts-1
+	return r, prev, true, nil
 }

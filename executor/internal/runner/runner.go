@@ -56,7 +56,26 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: decoding run task: %v", asynq.SkipRetry, err)
 	}
 	log := r.Log.With("job_id", task.RunID, "org_id", task.OrgID)
-	rn, err := loadRun(ctx, r.DB, task.RunID)
+	rn, prev, claimed, err := claimRun(ctx, r.DB, task.RunID)
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		return r.unclaimed(ctx, log, task.RunID)
+	}
+	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0}
+	if rn.DeadlineAt != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, *rn.DeadlineAt)
+		defer cancel()
+	}
+	return x.execute(ctx)
+}
+
+// unclaimed handles a task whose run claimRun would not claim: missing, finished, held,
+// or with a cancellation pending.
+func (r *Runner) unclaimed(ctx context.Context, log *slog.Logger, id string) error {
+	rn, err := loadRun(ctx, r.DB, id)
 	if errors.Is(err, errRunMissing) {
 		log.Warn("task for a run that does not exist; dropped")
 		return nil
@@ -77,22 +96,12 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 	if rn.CancelRequested {
 		return r.finish(ctx, log, rn, run.Cancelled, nil, codedError("CANCELLED", "the run was cancelled before it started"))
 	}
-	prev, err := run.Claim(ctx, r.DB, rn.ID)
-	if err != nil {
-		var te *run.TransitionError
-		if errors.As(err, &te) {
-			log.Info("run no longer runnable; dropped", "status", te.From)
-			return nil
-		}
-		return err
+	if rn.Status != run.Queued && rn.Status != run.Running {
+		log.Info("run no longer runnable; dropped", "status", rn.Status)
+		return nil
 	}
-	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0}
-	if rn.DeadlineAt != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, *rn.DeadlineAt)
-		defer cancel()
-	}
-	return x.execute(ctx)
+	// Runnable now: its status changed between the two reads. Let asynq deliver it again.
+	return fmt.Errorf("run %s changed status while being picked up (%s); retrying", id, rn.Status)
 }
 
 // execution is one attempt at one run; it implements tier.Env.

@@ -157,6 +157,44 @@ func TestReconcileRefundsAndTakesOverrun(t *testing.T) {
 	require.NoError(t, r2.Release(ctx))
 }
 
+// TestFinishReconcilesAndReleases: Finish is Reconcile then Release in one script, and
+// like them has an effect once.
+func TestFinishReconcilesAndReleases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l := b.replica(t, Options{Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 100, TPM: 6000}))
+
+	r1, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 1000, Group: "run-1"})
+	require.NoError(t, err)
+	r2, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 1000, Group: "run-1"})
+	require.NoError(t, err)
+	s, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.Equal(t, 2, s.Held)
+	require.Equal(t, 4000.0, s.Tokens)
+
+	require.NoError(t, r1.Finish(ctx, 400)) // 600 unused come back, the hold ends
+	require.NoError(t, r1.Finish(ctx, 0), "only the first finish counts")
+	require.NoError(t, r1.Reconcile(ctx, 0), "finish reconciled already")
+	s, err = l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.Equal(t, 4600.0, s.Tokens)
+	require.Equal(t, 1, s.Held)
+	require.Equal(t, map[string]int{"run-1": 1}, s.Outstanding)
+
+	// Reconciled first, then finished: only the release is left.
+	require.NoError(t, r2.Reconcile(ctx, 1500))
+	require.NoError(t, r2.Finish(ctx, 0))
+	s, err = l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.Equal(t, 4100.0, s.Tokens)
+	require.Zero(t, s.Held)
+	require.Empty(t, s.Outstanding)
+}
+
 func TestObserveLowersButNeverRaises(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

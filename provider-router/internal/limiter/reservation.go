@@ -107,3 +107,54 @@ func (r *Reservation) Release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// finishScript is reconcileScript and releaseScript in one round trip, for the common end
+// of a call: the provider answered and reported its usage.
+//
+//	KEYS  the nine keys of bucketKeys
+//	ARGV  [1] wake channel [2] now µs or "0" [3] tokens to return (negative: take) or "0"
+//	      [4] id [5] source flag
+//	reply 1 released, 0 unknown (already released, or expired after HoldTTL)
+var finishScript = bucketScript(luaLimits + `
+local h0 = head()
+local d = tonumber(ARGV[3])
+local refund = false
+if tpm > 0 and d ~= 0 then
+  local now = clock()
+  local b = load(now, rpm, tpm)
+  b.tt = b.tt + d
+  if b.tt > tpm then b.tt = tpm end
+  save(b, now, rpm, tpm)
+  refund = d > 0
+end
+local id = ARGV[4]
+local res = 0
+if redis.call('ZREM', K_HELD, id) == 1 then
+  local _, _, g = parse(redis.call('HGET', K_INFO, id))
+  redis.call('HDEL', K_INFO, id)
+  if g then add_out(g, -1) end
+  res = 1
+end
+if refund then poke() else notify(h0, nil) end
+return res
+`)
+
+// Finish is Reconcile(actualTokens) followed by Release, in one round trip. Like them it
+// has an effect only the first time: after Reconcile it only releases, after Release it
+// only reconciles.
+func (r *Reservation) Finish(ctx context.Context, actualTokens int) error {
+	if !r.released.CompareAndSwap(false, true) {
+		return r.Reconcile(ctx, actualTokens) // released already: at most the correction is left
+	}
+	d := 0
+	if r.reconciled.CompareAndSwap(false, true) {
+		d = r.Tokens - actualTokens
+	}
+	_, err := r.l.call(ctx, func(ctx context.Context) ([]any, error) {
+		return nil, r.l.runValue(ctx, finishScript, r.Key, d, r.id)
+	})
+	if err != nil {
+		return fmt.Errorf("finishing %s: %w", r.Key, err)
+	}
+	return nil
+}

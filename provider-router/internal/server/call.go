@@ -70,19 +70,15 @@ func (s *Server) call(ctx context.Context, route routing.Route, adapter provider
 		case pe != nil:
 			s.Metrics.attempt(route.ProviderName, route.Model, strconv.Itoa(pe.Status), latency)
 		}
-		if s.Limiter != nil {
-			rl := provider.RateLimit{}
-			if err == nil {
-				rl = resp.RateLimit
-			} else if pe != nil {
-				rl = pe.RateLimit
-			}
-			if _, oerr := s.Limiter.Observe(context.WithoutCancel(ctx), lreq.Key, rl); oerr != nil {
+		if err == nil {
+			// The answer's rate-limit headers are fed back after the answer is sent
+			// (Server.chat): a refused attempt's before the next one is admitted.
+			return &upstream{resp: resp, res: res, waited: waited, latency: latency}, nil
+		}
+		if s.Limiter != nil && pe != nil {
+			if _, oerr := s.Limiter.Observe(context.WithoutCancel(ctx), lreq.Key, pe.RateLimit); oerr != nil {
 				s.Log.Warn("observing rate-limit headers", "bucket", lreq.Key.String(), "error", oerr)
 			}
-		}
-		if err == nil {
-			return &upstream{resp: resp, res: res, waited: waited, latency: latency}, nil
 		}
 		if pe != nil && pe.Status == http.StatusTooManyRequests && s.Limiter != nil {
 			// Every replica stops sending to this bucket until the provider's window reopens.
@@ -122,12 +118,8 @@ func (s *Server) giveBack(ctx context.Context, res *limiter.Reservation) {
 	if res == nil {
 		return
 	}
-	bctx := context.WithoutCancel(ctx)
-	if err := res.Reconcile(bctx, 0); err != nil {
+	if err := res.Finish(context.WithoutCancel(ctx), 0); err != nil {
 		s.Log.Warn("returning reserved tokens", "bucket", res.Key.String(), "error", err)
-	}
-	if err := res.Release(bctx); err != nil {
-		s.Log.Warn("releasing rate limit", "bucket", res.Key.String(), "error", err)
 	}
 }
 

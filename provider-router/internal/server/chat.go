@@ -225,12 +225,14 @@ func (s *Server) chat(c echo.Context) (err error) {
 	s.Metrics.billed(route.ProviderName, route.Model, in, outTok, cached, cost)
 	s.after.Go(func() {
 		bctx := context.WithoutCancel(ctx)
-		if out.res != nil {
-			if err := out.res.Reconcile(bctx, int(in+outTok)); err != nil {
-				s.Log.Warn("reconciling rate limit", "bucket", lreq.Key.String(), "error", err)
+		if s.Limiter != nil {
+			if _, err := s.Limiter.Observe(bctx, lreq.Key, resp.RateLimit); err != nil {
+				s.Log.Warn("observing rate-limit headers", "bucket", lreq.Key.String(), "error", err)
 			}
-			if err := out.res.Release(bctx); err != nil {
-				s.Log.Warn("releasing rate limit", "bucket", lreq.Key.String(), "error", err)
+		}
+		if out.res != nil {
+			if err := out.res.Finish(bctx, int(in+outTok)); err != nil {
+				s.Log.Warn("settling rate limit", "bucket", lreq.Key.String(), "error", err)
 			}
 		}
 		if s.Estimator != nil {
