@@ -209,6 +209,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 	if err != nil {
 		return err
 	}
+	est.Start(ctx, 0, log)
+	defer func() {
+		if err := est.Stop(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("writing the last token statistics", "error", err)
+		}
+	}()
 	usage := ledger.NewWriter(pool, log, 10000)
 	usage.Start()
 	srv := &server.Server{

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
@@ -66,9 +67,15 @@ type Estimator struct {
 	rdb  redis.UniversalClient
 	opts Options
 
-	mu    sync.Mutex
-	cache map[string]cached
+	mu      sync.Mutex
+	cache   map[string]cached
+	pending map[pair][]int // Defer's observations not yet written
+	running bool           // Start's flusher runs
+	stop    context.CancelFunc
+	done    chan struct{}
 }
+
+type pair struct{ skill, model string }
 
 type cached struct {
 	stats Stats
@@ -130,7 +137,7 @@ func (e *Estimator) store(key string, s Stats, now time.Time) {
 // recordScript folds one observation into a pair's statistics.
 //
 //	KEYS  [1] statsKey
-//	ARGV  [1] alpha [2] observed completion tokens [3] TTL ms
+//	ARGV  [1] alpha [2] TTL ms [3...] observed completion tokens, oldest first
 //	reply {mean, dev, samples} as strings
 //
 // The first observation seeds the deviation at half the mean: one sample says little about
@@ -138,19 +145,22 @@ func (e *Estimator) store(key string, s Stats, now time.Time) {
 // error against the mean before it moves, as Jacobson's estimator does.
 var recordScript = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 'mean', 'dev', 'n')
-local a, x = tonumber(ARGV[1]), tonumber(ARGV[2])
+local a = tonumber(ARGV[1])
 local mean, dev, n = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]) or 0
-if not mean or n == 0 then
-  mean, dev = x, x / 2
-else
-  local d = x - mean
-  dev = (1 - a) * dev + a * math.abs(d)
-  mean = mean + a * d
+for i = 3, #ARGV do
+  local x = tonumber(ARGV[i])
+  if not mean or n == 0 then
+    mean, dev = x, x / 2
+  else
+    local d = x - mean
+    dev = (1 - a) * dev + a * math.abs(d)
+    mean = mean + a * d
+  end
+  n = n + 1
 end
-n = n + 1
 local m, dv = string.format('%.4f', mean), string.format('%.4f', dev)
 redis.call('HSET', KEYS[1], 'mean', m, 'dev', dv, 'n', n)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {m, dv, tostring(n)}
 `)
 
@@ -160,13 +170,115 @@ func (e *Estimator) Record(ctx context.Context, skill, model string, completionT
 		return fmt.Errorf("estimate: completion tokens %d is negative", completionTokens)
 	}
 	key := statsKey(skill, model)
-	v, err := recordScript.Run(ctx, e.rdb, []string{key},
-		strconv.FormatFloat(e.opts.Alpha, 'f', -1, 64), completionTokens, e.opts.TTL.Milliseconds()).Slice()
+	v, err := recordScript.Run(ctx, e.rdb, []string{key}, e.recordArgs([]int{completionTokens})...).Slice()
 	if err != nil {
 		return fmt.Errorf("recording token statistics of %s on %s: %w", skill, model, err)
 	}
-	e.store(key, Stats{Mean: parseFloat(v[0]), Dev: parseFloat(v[1]), Samples: int(parseFloat(v[2]))}, time.Now())
+	e.store(key, statsOf(v), time.Now())
 	return nil
+}
+
+func (e *Estimator) recordArgs(tokens []int) []any {
+	args := make([]any, 0, len(tokens)+2)
+	args = append(args, strconv.FormatFloat(e.opts.Alpha, 'f', -1, 64), e.opts.TTL.Milliseconds())
+	for _, n := range tokens {
+		args = append(args, n)
+	}
+	return args
+}
+
+func statsOf(v []any) Stats {
+	return Stats{Mean: parseFloat(v[0]), Dev: parseFloat(v[1]), Samples: int(parseFloat(v[2]))}
+}
+
+// Defer is Record off the caller's path: the observation is written, in order with the
+// others of its pair, by the next Flush, which Start runs every FlushEvery (one round trip
+// for all pairs instead of one per call). Without Start it is Record.
+func (e *Estimator) Defer(ctx context.Context, skill, model string, completionTokens int) error {
+	if completionTokens < 0 {
+		return fmt.Errorf("estimate: completion tokens %d is negative", completionTokens)
+	}
+	e.mu.Lock()
+	if !e.running {
+		e.mu.Unlock()
+		return e.Record(ctx, skill, model, completionTokens)
+	}
+	if e.pending == nil {
+		e.pending = map[pair][]int{}
+	}
+	k := pair{skill, model}
+	e.pending[k] = append(e.pending[k], completionTokens)
+	e.mu.Unlock()
+	return nil
+}
+
+// Flush writes the deferred observations, every pair's in one script run, all in one
+// pipeline.
+func (e *Estimator) Flush(ctx context.Context) error {
+	e.mu.Lock()
+	batch := e.pending
+	e.pending = nil
+	e.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := recordScript.Load(ctx, e.rdb).Err(); err != nil { // EVALSHA in a pipeline cannot fall back to EVAL
+		return fmt.Errorf("loading the token statistics script: %w", err)
+	}
+	pipe := e.rdb.Pipeline()
+	cmds := make(map[pair]*redis.Cmd, len(batch))
+	for k, tokens := range batch {
+		cmds[k] = recordScript.EvalSha(ctx, pipe, []string{statsKey(k.skill, k.model)}, e.recordArgs(tokens)...)
+	}
+	_, err := pipe.Exec(ctx)
+	now := time.Now()
+	for k, c := range cmds {
+		if v, cerr := c.Slice(); cerr == nil {
+			e.store(statsKey(k.skill, k.model), statsOf(v), now)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("recording token statistics of %d pairs: %w", len(batch), err)
+	}
+	return nil
+}
+
+// Start makes Defer buffer, flushed every every (default 100 ms) until Stop.
+func (e *Estimator) Start(ctx context.Context, every time.Duration, log *slog.Logger) {
+	every = cmp.Or(every, 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(ctx)
+	e.mu.Lock()
+	e.running, e.stop, e.done = true, cancel, make(chan struct{})
+	e.mu.Unlock()
+	go func() {
+		defer close(e.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := e.Flush(ctx); err != nil {
+					log.Warn("flushing token statistics", "error", err)
+				}
+			}
+		}
+	}()
+}
+
+// Stop ends the flusher and writes what is left; Defer records directly from then on.
+func (e *Estimator) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	stop, done := e.stop, e.done
+	e.running = false
+	e.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	<-done
+	return e.Flush(ctx)
 }
 
 func parseFloat(v any) float64 {

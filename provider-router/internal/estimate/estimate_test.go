@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -113,6 +114,42 @@ func TestSharedAcrossReplicas(t *testing.T) {
 	ttl, err := client.PTTL(ctx, statsKey("s", "m")).Result()
 	require.NoError(t, err)
 	require.Greater(t, ttl, 6*24*time.Hour)
+}
+
+// TestDeferMatchesRecord: deferred observations, flushed in one pipeline, fold into the
+// same statistics as recording each at once, in order; before the flush nothing is written.
+func TestDeferMatchesRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, client := setup(t, Options{})
+	e.Start(ctx, time.Hour, slog.New(slog.DiscardHandler))
+	obs := []int{120, 480, 90, 300}
+	for _, x := range obs {
+		require.NoError(t, e.Record(ctx, "direct", "m", x))
+		require.NoError(t, e.Defer(ctx, "deferred", "m", x))
+		require.NoError(t, e.Defer(ctx, "other", "m", x*2))
+	}
+	n, err := client.Exists(ctx, statsKey("deferred", "m")).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing written before the flush")
+	require.NoError(t, e.Flush(ctx))
+	want, err := client.HGetAll(ctx, statsKey("direct", "m")).Result()
+	require.NoError(t, err)
+	got, err := client.HGetAll(ctx, statsKey("deferred", "m")).Result()
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	s, err := e.Stats(ctx, "other", "m")
+	require.NoError(t, err)
+	require.Equal(t, 4, s.Samples)
+	require.Error(t, e.Defer(ctx, "deferred", "m", -1))
+
+	// Stop writes what is left, and Defer records directly afterwards.
+	require.NoError(t, e.Defer(ctx, "deferred", "m", 100))
+	require.NoError(t, e.Stop(ctx))
+	require.NoError(t, e.Defer(ctx, "deferred", "m", 100))
+	s, err = e.Stats(ctx, "deferred", "m")
+	require.NoError(t, err)
+	require.Equal(t, 6, s.Samples)
 }
 
 func TestPromptTokens(t *testing.T) {

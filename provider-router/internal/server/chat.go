@@ -236,7 +236,7 @@ func (s *Server) chat(c echo.Context) (err error) {
 			}
 		}
 		if s.Estimator != nil {
-			if err := s.Estimator.Record(bctx, skill, route.Model, int(outTok)); err != nil {
+			if err := s.Estimator.Defer(bctx, skill, route.Model, int(outTok)); err != nil {
 				s.Log.Warn("recording output estimate", "error", err)
 			}
 		}
