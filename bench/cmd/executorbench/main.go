@@ -227,8 +227,20 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 			AND (s.ended_at IS NULL OR s.ended_at > $1)`, t0, t1).Scan(&busy); err != nil {
 		return err
 	}
+	// The load jobs' own transit: queued_at (the run's insert, just before its enqueue) ->
+	// started_at, for the jobs queued in the window.
+	var lt [4]float64
+	if err := pool.QueryRow(ctx, `SELECT COALESCE(avg(d), 0), COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY d), 0),
+			COALESCE(percentile_cont(0.9) WITHIN GROUP (ORDER BY d), 0), COALESCE(percentile_cont(0.99) WITHIN GROUP (ORDER BY d), 0)
+		FROM (SELECT extract(epoch FROM started_at - queued_at) * 1000 AS d FROM runs
+			WHERE job_type = 'bench_lab' AND queued_at BETWEEN $1 AND $2 AND started_at IS NOT NULL) t`, t0, t1).
+		Scan(&lt[0], &lt[1], &lt[2], &lt[3]); err != nil {
+		return err
+	}
 	rate := float64(total) / elapsed.Seconds()
 	theory := float64(inflight) / (meanLLM / 1000)
+	fmt.Printf("loaded transit of the load jobs (bench queue, insert -> started_at): mean %.1fms p50 %.1fms p90 %.1fms p99 %.1fms\n",
+		lt[0], lt[1], lt[2], lt[3])
 	fmt.Printf("loaded transit enqueue->handler start (default queue, during load): %s\n", stats.Summarize(ptransit))
 	fmt.Printf("load   %d completed in %s: %.1f jobs/s; mean router call %.0f ms; theoretical %d/%.3fs = %.1f jobs/s; ratio %.1f%%\n",
 		total, elapsed.Round(time.Second), rate, meanLLM, inflight, meanLLM/1000, theory, 100*rate/theory)
