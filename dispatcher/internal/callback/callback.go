@@ -26,9 +26,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/periodic"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
+	"github.com/switchyard-ai/switchyard/shared/periodic"
 )
 
 // Headers of a callback request.

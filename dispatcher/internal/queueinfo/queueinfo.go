@@ -17,7 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/periodic"
+	"github.com/switchyard-ai/switchyard/shared/periodic"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchyard-ai/switchyard/shared/periodic"
 )
 
 // Options configure an Estimator. The zero value is usable.
@@ -71,8 +73,7 @@ type Estimator struct {
 	cache   map[string]cached
 	pending map[pair][]int // Defer's observations not yet written
 	running bool           // Start's flusher runs
-	stop    context.CancelFunc
-	done    chan struct{}
+	flusher periodic.Loop
 }
 
 type pair struct{ skill, model string }
@@ -245,39 +246,23 @@ func (e *Estimator) Flush(ctx context.Context) error {
 
 // Start makes Defer buffer, flushed every every (default 100 ms) until Stop.
 func (e *Estimator) Start(ctx context.Context, every time.Duration, log *slog.Logger) {
-	every = cmp.Or(every, 100*time.Millisecond)
-	ctx, cancel := context.WithCancel(ctx)
 	e.mu.Lock()
-	e.running, e.stop, e.done = true, cancel, make(chan struct{})
+	e.running = true
 	e.mu.Unlock()
-	go func() {
-		defer close(e.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := e.Flush(ctx); err != nil {
-					log.Warn("flushing token statistics", "error", err)
-				}
-			}
+	e.flusher = periodic.Loop{Every: cmp.Or(every, 100*time.Millisecond), Run: func(ctx context.Context) {
+		if err := e.Flush(ctx); err != nil {
+			log.Warn("flushing token statistics", "error", err)
 		}
-	}()
+	}}
+	e.flusher.Start(ctx)
 }
 
 // Stop ends the flusher and writes what is left; Defer records directly from then on.
 func (e *Estimator) Stop(ctx context.Context) error {
 	e.mu.Lock()
-	stop, done := e.stop, e.done
 	e.running = false
 	e.mu.Unlock()
-	if stop == nil {
-		return nil
-	}
-	stop()
-	<-done
+	e.flusher.Stop()
 	return e.Flush(ctx)
 }
 

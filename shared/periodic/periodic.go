@@ -1,5 +1,5 @@
 // Package periodic runs a function on a fixed interval in the background, with the
-// Start/Stop lifecycle every long-lived dispatcher component has.
+// Start/Stop lifecycle of the long-lived background components.
 package periodic
 
 import (
