@@ -109,17 +109,26 @@ func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (
 	return old, nil
 }
 
+// ClaimStatement is Claim's statement ($1: the run id) with the caller's RETURNING list, in
+// which r is the claimed row (as updated) and o.old the status it had. It returns no row
+// when the run is missing, in any status but queued or running, or has a cancellation
+// pending. A worker uses it to claim a run and read it in one round trip.
+func ClaimStatement(returning string) string {
+	return `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
+			started_at = COALESCE(r.started_at, now()), updated_at = now()
+		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
+		WHERE r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
+		RETURNING ` + returning
+}
+
 // Claim marks the run running for a worker's attempt and counts the attempt. Unlike
 // Transition it also accepts a run that is running already: that is a task handed out
 // again after its worker died, and the new attempt resumes it from the journal. It
-// returns the status the run had; a run in any other status is a TransitionError.
+// returns the status the run had; a run in any other status, or whose cancellation was
+// requested, is a TransitionError.
 func Claim(ctx context.Context, db DB, runID string) (Status, error) {
 	var old Status
-	err := db.QueryRow(ctx, `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
-			started_at = COALESCE(r.started_at, now()), updated_at = now()
-		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
-		WHERE r.id = o.id AND o.old IN ('queued', 'running')
-		RETURNING o.old`, runID).Scan(&old)
+	err := db.QueryRow(ctx, ClaimStatement("o.old"), runID).Scan(&old)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var current Status
 		err := db.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&current)

@@ -62,6 +62,20 @@ func TestTransition(t *testing.T) {
 		require.ErrorAs(t, err, &te)
 	})
 
+	t.Run("a run with a cancellation pending is not claimed", func(t *testing.T) {
+		id := newRun(t, pool, run.Queued)
+		_, err := pool.Exec(ctx, `UPDATE runs SET cancel_requested_at = now() WHERE id = $1`, id)
+		require.NoError(t, err)
+		_, err = run.Claim(ctx, pool, id)
+		var te *run.TransitionError
+		require.ErrorAs(t, err, &te)
+		var status string
+		var attempts int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT status, attempts FROM runs WHERE id = $1`, id).Scan(&status, &attempts))
+		require.Equal(t, "queued", status)
+		require.Zero(t, attempts)
+	})
+
 	t.Run("a re-delivered task may claim a running run again", func(t *testing.T) {
 		id := newRun(t, pool, run.Running)
 		from, err := run.Claim(ctx, pool, id)
