@@ -86,12 +86,8 @@ func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (
 	case to.Terminal():
 		sets = append(sets, "finished_at = now()")
 	}
-	sql := `UPDATE runs r SET ` + strings.Join(sets, ", ") + `
-		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
-		WHERE r.id = o.id AND o.old = ANY($3)
-		RETURNING o.old`
 	var old Status
-	err := db.QueryRow(ctx, sql, args...).Scan(&old)
+	err := db.QueryRow(ctx, transitionStatement(sets), args...).Scan(&old)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var current Status
 		err := db.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&current)
@@ -109,15 +105,28 @@ func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (
 	return old, nil
 }
 
+// transitionStatement is Transition's statement: $1 the run id, $3 the statuses it may
+// leave, sets the assignments.
+func transitionStatement(sets []string) string {
+	return `UPDATE runs r SET ` + strings.Join(sets, ", ") + `
+		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
+		WHERE r.id = $1 AND r.id = o.id AND o.old = ANY($3)
+		RETURNING o.old`
+}
+
 // ClaimStatement is Claim's statement ($1: the run id) with the caller's RETURNING list, in
 // which r is the claimed row (as updated) and o.old the status it had. It returns no row
 // when the run is missing, in any status but queued or running, or has a cancellation
 // pending. A worker uses it to claim a run and read it in one round trip.
+//
+// Both statements name the run's id on the updated row as well as in the locking subquery:
+// with the join alone, a plan made while the table was nearly empty (and kept by a
+// connection's prepared statement) scans the whole table on every claim once it has grown.
 func ClaimStatement(returning string) string {
 	return `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
 			started_at = COALESCE(r.started_at, now()), updated_at = now()
 		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
-		WHERE r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
+		WHERE r.id = $1 AND r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
 		RETURNING ` + returning
 }
 

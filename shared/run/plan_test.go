@@ -1,0 +1,49 @@
+package run
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/shared/testkit"
+)
+
+// A connection keeps the generic plan of a prepared statement for its lifetime. The plans
+// of the claim and transition statements, made against an empty runs table as a fresh
+// deployment's first claims are, must find the run through its index and never scan the
+// table: such a plan, kept, costs a full scan per claim once the table has grown.
+func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	require.NoError(t, err)
+
+	id := uuid.NewString()
+	for name, c := range map[string]struct {
+		sql  string
+		args string
+	}{
+		"claim":      {ClaimStatement("o.old"), `'` + id + `'`},
+		"transition": {transitionStatement([]string{"status = $2", "updated_at = now()"}), `'` + id + `', 'completed', '{running}'`},
+	} {
+		_, err := conn.Exec(ctx, `PREPARE stmt AS `+c.sql)
+		require.NoError(t, err, name)
+		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE stmt(`+c.args+`)`)
+		require.NoError(t, err, name)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err, name)
+		plan := strings.Join(lines, "\n")
+		require.NotContains(t, plan, "Seq Scan", "%s plan:\n%s", name, plan)
+		require.Contains(t, plan, "Index Scan using runs_pkey on runs r", "%s plan:\n%s", name, plan)
+		_, err = conn.Exec(ctx, `DEALLOCATE stmt`)
+		require.NoError(t, err)
+	}
+}
