@@ -14,15 +14,7 @@ import (
 
 func newRun(t *testing.T, pool *pgxpool.Pool, status run.Status) string {
 	t.Helper()
-	ctx := context.Background()
-	var orgID string
-	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO orgs (slug, name) VALUES ($1, 'Test') RETURNING id`,
-		"o"+uuid.NewString()[:8]).Scan(&orgID))
-	id := uuid.NewString()
-	_, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
-		execution_type, queue, status, payload) VALUES ($1, $2, $3, 'x', 1, '{}', 'llm_only', 'default', $4, '{}')`,
-		id, orgID, uuid.NewString(), status)
-	require.NoError(t, err)
+	id, _ := testkit.NewRun(t, pool, string(status))
 	return id
 }
 

@@ -110,49 +110,107 @@ type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-const saveSQL = `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
-		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-	ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
-		attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
-		tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
-		tokens_cached = EXCLUDED.tokens_cached, cost_usd = EXCLUDED.cost_usd`
-
-func saveArgs(s *Span) ([]any, error) {
-	attrs, err := json.Marshal(s.Attributes)
-	if err != nil {
-		return nil, fmt.Errorf("encoding span attributes: %w", err)
-	}
-	var b Billing
-	if s.Billing != nil {
-		b = *s.Billing
-	}
-	return []any{s.ID, s.RunID, s.OrgID, s.TraceID, nullable(s.ChainID), nullable(s.ParentID), s.Type, s.Name,
-		s.Status, s.StartedAt, s.EndedAt, attrs,
-		nullable(b.Provider), nullable(b.Model), nullInt(s.Billing, b.TokensIn), nullInt(s.Billing, b.TokensOut),
-		nullInt(s.Billing, b.TokensCached), nullFloat(s.Billing, b.CostUSD)}, nil
-}
-
 // Save inserts the span or, when it exists, updates its end, status, attributes and billing.
 func Save(ctx context.Context, db DB, s *Span) error {
-	args, err := saveArgs(s)
-	if err != nil {
+	var sb Batch
+	if err := sb.Add(s); err != nil {
 		return err
 	}
-	if _, err := db.Exec(ctx, saveSQL, args...); err != nil {
+	if _, err := db.Exec(ctx, saveAllSQL, sb.args()...); err != nil {
 		return fmt.Errorf("saving %s span of run %s: %w", s.Type, s.RunID, err)
 	}
 	return nil
 }
 
-// QueueSave adds Save's statement to a batch.
-func QueueSave(b *pgx.Batch, s *Span) error {
-	args, err := saveArgs(s)
+// Batch collects span writes for one statement. A span written twice keeps only its last
+// state, so one that started and ended since the last write is inserted once, ended.
+// Each span is encoded when added: later changes to it reach the next batch, not this one.
+type Batch struct {
+	index map[string]int
+	cols  spanColumns
+}
+
+// spanColumns are a batch's spans column by column, as the arrays unnest takes.
+type spanColumns struct {
+	id, runID, orgID, traceID, typ, name, status []string
+	chainID, parentID, provider, model           []*string
+	started                                      []time.Time
+	ended                                        []*time.Time
+	attrs                                        []string
+	in, out, cached                              []*int64
+	cost                                         []*float64
+}
+
+// Add records the span's current state in the batch.
+func (sb *Batch) Add(s *Span) error {
+	attrs, err := json.Marshal(s.Attributes)
 	if err != nil {
-		return err
+		return fmt.Errorf("encoding %s span attributes: %w", s.Type, err)
 	}
-	b.Queue(saveSQL, args...)
+	var ended *time.Time
+	if s.EndedAt != nil {
+		e := *s.EndedAt
+		ended = &e
+	}
+	var provider, model *string
+	var in, out, cached *int64
+	var cost *float64
+	if s.Billing != nil {
+		b := *s.Billing
+		provider, model = &b.Provider, &b.Model
+		in, out, cached, cost = &b.TokensIn, &b.TokensOut, &b.TokensCached, &b.CostUSD
+	}
+	if sb.index == nil {
+		sb.index = map[string]int{}
+	}
+	c := &sb.cols
+	if i, ok := sb.index[s.ID]; ok {
+		c.status[i], c.ended[i], c.attrs[i] = string(s.Status), ended, string(attrs)
+		c.provider[i], c.model[i], c.in[i], c.out[i], c.cached[i], c.cost[i] = provider, model, in, out, cached, cost
+		return nil
+	}
+	sb.index[s.ID] = len(c.id)
+	c.id, c.runID, c.orgID, c.traceID = append(c.id, s.ID), append(c.runID, s.RunID), append(c.orgID, s.OrgID), append(c.traceID, s.TraceID)
+	c.chainID, c.parentID = append(c.chainID, optional(s.ChainID)), append(c.parentID, optional(s.ParentID))
+	c.typ, c.name, c.status = append(c.typ, string(s.Type)), append(c.name, s.Name), append(c.status, string(s.Status))
+	c.started, c.ended, c.attrs = append(c.started, s.StartedAt), append(c.ended, ended), append(c.attrs, string(attrs))
+	c.provider, c.model = append(c.provider, provider), append(c.model, model)
+	c.in, c.out, c.cached, c.cost = append(c.in, in), append(c.out, out), append(c.cached, cached), append(c.cost, cost)
 	return nil
+}
+
+// Len is the number of spans in the batch.
+func (sb *Batch) Len() int { return len(sb.cols.id) }
+
+const saveAllSQL = `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
+		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
+	SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[],
+		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::jsonb[], $13::text[], $14::text[],
+		$15::bigint[], $16::bigint[], $17::bigint[], $18::numeric[])
+	ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
+		attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
+		tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
+		tokens_cached = EXCLUDED.tokens_cached, cost_usd = EXCLUDED.cost_usd`
+
+// Queue adds one statement writing every span of the batch to a pgx batch.
+func (sb *Batch) Queue(b *pgx.Batch) {
+	if sb.Len() == 0 {
+		return
+	}
+	b.Queue(saveAllSQL, sb.args()...)
+}
+
+func (sb *Batch) args() []any {
+	c := &sb.cols
+	return []any{c.id, c.runID, c.orgID, c.traceID, c.chainID, c.parentID, c.typ, c.name, c.status,
+		c.started, c.ended, c.attrs, c.provider, c.model, c.in, c.out, c.cached, c.cost}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // List returns the spans of one run, or of every run of a trace when runID is empty,
@@ -210,27 +268,6 @@ func Tree(spans []Span) []*Node {
 		}
 	}
 	return roots
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(b *Billing, v int64) any {
-	if b == nil {
-		return nil
-	}
-	return v
-}
-
-func nullFloat(b *Billing, v float64) any {
-	if b == nil {
-		return nil
-	}
-	return v
 }
 
 func deref[T any](p *T) T {

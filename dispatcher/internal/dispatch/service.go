@@ -282,7 +282,8 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD, HoldReasons: reasons,
 		AuditFlagged: verdict.AuditFlagged, BatchID: opts.BatchID,
 	}, &inserted)
-	if err := span.QueueSave(b, root.End(span.OK)); err != nil {
+	var spans span.Batch
+	if err := spans.Add(root.End(span.OK)); err != nil {
 		return rec, err
 	}
 	// One governance_check span records the whole decision, each check an entry of its
@@ -308,10 +309,11 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		if outcome == "hold" {
 			st = span.Error
 		}
-		if err := span.QueueSave(b, gs.End(st)); err != nil {
+		if err := spans.Add(gs.End(st)); err != nil {
 			return rec, err
 		}
 	}
+	spans.Queue(b)
 	typ, data := event.JobQueued, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
 		"priority": priority, "trace_id": rec.traceID, "audit_flagged": verdict.AuditFlagged}
 	if status == run.HeldForReview {

@@ -125,7 +125,7 @@ func (x *execution) EndSpan(ctx context.Context, sp *span.Span, st span.Status) 
 func (x *execution) saveSpan(ctx context.Context, sp *span.Span) {
 	x.buf.mu.Lock()
 	defer x.buf.mu.Unlock()
-	if err := span.QueueSave(x.buf.batch(), sp); err != nil {
+	if err := x.buf.spans.Add(sp); err != nil {
 		x.log.Error("saving span", "span_type", sp.Type, "error", err)
 		return
 	}
@@ -142,47 +142,39 @@ func (x *execution) Event(ctx context.Context, typ string, data any) {
 }
 
 func (x *execution) queueEvent(typ string, data any) {
-	env, err := event.QueueRecord(x.buf.batch(), x.run.ID, x.run.OrgID, typ, data)
+	d, err := event.NewDraft(typ, data)
 	if err != nil {
 		x.log.Warn("emitting event", "type", typ, "error", err)
 		return
 	}
-	x.buf.envs = append(x.buf.envs, env)
+	x.buf.events = append(x.buf.events, d)
 }
 
 // writeBuffer holds spans and events not yet written.
 type writeBuffer struct {
-	mu   sync.Mutex
-	b    *pgx.Batch
-	envs []*event.Envelope
+	mu     sync.Mutex
+	spans  span.Batch
+	events []event.Draft
 }
 
-func (w *writeBuffer) batch() *pgx.Batch {
-	if w.b == nil {
-		w.b = &pgx.Batch{}
-	}
-	return w.b
-}
-
-// flush writes the buffered spans and events in one round trip (one implicit
-// transaction) and publishes the events.
+// flush writes the buffered spans and events in one round trip and two statements (one
+// implicit transaction), then publishes the events.
 func (x *execution) flush(ctx context.Context) {
 	x.buf.mu.Lock()
-	b, envs := x.buf.b, x.buf.envs
-	x.buf.b, x.buf.envs = nil, nil
+	spans, drafts := x.buf.spans, x.buf.events
+	x.buf.spans, x.buf.events = span.Batch{}, nil
 	x.buf.mu.Unlock()
-	if b == nil || b.Len() == 0 {
+	if spans.Len() == 0 && len(drafts) == 0 {
 		return
 	}
+	b := &pgx.Batch{}
+	spans.Queue(b)
+	envs := event.QueueRecordAll(b, x.run.ID, x.run.OrgID, drafts)
 	if err := x.DB.SendBatch(ctx, b).Close(); err != nil {
 		x.log.Warn("writing spans and events", "error", err)
 		return
 	}
-	out := make([]event.Envelope, len(envs))
-	for i, e := range envs {
-		out[i] = *e
-	}
-	if err := x.Events.Publish(ctx, out...); err != nil {
+	if err := x.Events.Publish(ctx, envs...); err != nil {
 		x.log.Warn("publishing events", "error", err)
 	}
 }

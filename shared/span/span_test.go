@@ -1,0 +1,73 @@
+package span_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/shared/span"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
+)
+
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	runID, orgID := testkit.NewRun(t, pool, "running")
+	var traceID string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT trace_id FROM runs WHERE id = $1`, runID).Scan(&traceID))
+
+	write := func(sb *span.Batch) {
+		t.Helper()
+		b := &pgx.Batch{}
+		sb.Queue(b)
+		require.NoError(t, pool.SendBatch(ctx, b).Close())
+	}
+
+	// A span started and ended within one batch is written once, in its last state; a span
+	// changed after it was added keeps, in this batch, the state it had.
+	var sb span.Batch
+	root := span.Start(runID, orgID, traceID, "", span.SkillResolve, "resolve")
+	require.NoError(t, sb.Add(root))
+	require.NoError(t, sb.Add(root.Set("version", 3).End(span.OK)))
+	call := span.Start(runID, orgID, traceID, root.ID, span.LLMCall, "llm step")
+	require.NoError(t, sb.Add(call))
+	call.Set("later", true)
+	require.Equal(t, 2, sb.Len())
+	write(&sb)
+
+	spans, err := span.List(ctx, pool, orgID, runID)
+	require.NoError(t, err)
+	require.Len(t, spans, 2)
+	byID := map[string]span.Span{spans[0].ID: spans[0], spans[1].ID: spans[1]}
+	require.Equal(t, span.OK, byID[root.ID].Status)
+	require.NotNil(t, byID[root.ID].EndedAt)
+	require.EqualValues(t, 3, byID[root.ID].Attributes["version"])
+	require.Equal(t, span.Running, byID[call.ID].Status)
+	require.Equal(t, root.ID, byID[call.ID].ParentID)
+	require.NotContains(t, byID[call.ID].Attributes, "later")
+	require.Nil(t, byID[call.ID].Billing)
+
+	// A later batch ends the running span and adds its billing.
+	call.Billing = &span.Billing{Provider: "sim", Model: "sim-fast", TokensIn: 12, TokensOut: 34, CostUSD: 0.00012}
+	var next span.Batch
+	require.NoError(t, next.Add(call.End(span.OK)))
+	call.Billing.TokensIn = 999 // added already: the row keeps 12
+	write(&next)
+	spans, err = span.List(ctx, pool, orgID, runID)
+	require.NoError(t, err)
+	for _, s := range spans {
+		if s.ID == call.ID {
+			require.Equal(t, span.OK, s.Status)
+			require.True(t, s.Attributes["later"].(bool))
+			require.Equal(t, &span.Billing{Provider: "sim", Model: "sim-fast", TokensIn: 12, TokensOut: 34, CostUSD: 0.00012}, s.Billing)
+		}
+	}
+
+	var empty span.Batch
+	b := &pgx.Batch{}
+	empty.Queue(b)
+	require.Zero(t, b.Len())
+}

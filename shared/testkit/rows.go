@@ -1,0 +1,27 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// NewRun inserts an organisation of its own and one llm_only run of it in the given status,
+// and returns the run's id and the organisation's.
+func NewRun(t testing.TB, pool *pgxpool.Pool, status string) (runID, orgID string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := pool.QueryRow(ctx, `INSERT INTO orgs (slug, name) VALUES ($1, 'Test') RETURNING id`,
+		"o"+uuid.NewString()[:8]).Scan(&orgID); err != nil {
+		t.Fatalf("inserting an organisation: %v", err)
+	}
+	runID = uuid.NewString()
+	if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
+		execution_type, queue, status, payload) VALUES ($1, $2, $3, 'x', 1, '{}', 'llm_only', 'default', $4, '{}')`,
+		runID, orgID, uuid.NewString(), status); err != nil {
+		t.Fatalf("inserting a run: %v", err)
+	}
+	return runID, orgID
+}
