@@ -182,11 +182,18 @@ func (sb *Batch) Add(s *Span) error {
 // Len is the number of spans in the batch.
 func (sb *Batch) Len() int { return len(sb.cols.id) }
 
+// saveAllSQL takes the ids as text: pgx has no binary encoding of a []string as uuid[], and
+// finding that out again on every call (an error formatted, then text) costs more than the
+// casts.
 const saveAllSQL = `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
 		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
-	SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[],
+	SELECT id::uuid, run_id::uuid, org_id::uuid, trace_id::uuid, chain_id::uuid, parent_id::uuid, type, name,
+		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::jsonb[], $13::text[], $14::text[],
 		$15::bigint[], $16::bigint[], $17::bigint[], $18::numeric[])
+		AS s(id, run_id, org_id, trace_id, chain_id, parent_id, type, name, status, started_at, ended_at,
+			attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
 	ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
 		attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
 		tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,

@@ -21,7 +21,7 @@ $B/dispatcher bootstrap --key-file $B/admin.key --skills skills --sim-url http:/
 $B/sim-llm --addr 127.0.0.1:58099 --log-level warn --model 'sim-fast=output=uniform:10-30' \
   --model "sim-large=latency=${LAB:-mix:0.95*uniform:1s-5s,0.05*uniform:20s-40s},output=uniform:10-30" > $B/sim.log 2>&1 &
 echo $! > $B/sim.pid
-$B/provider-router > $B/router.log 2>&1 & echo $! > $B/router.pid
+SWITCHYARD_PPROF_ADDR=127.0.0.1:58061 $B/provider-router > $B/router.log 2>&1 & echo $! > $B/router.pid
 SWITCHYARD_PPROF_ADDR=127.0.0.1:58060 $B/executor > $B/executor.log 2>&1 & echo $! > $B/executor.pid
 sleep 2
 $B/executorbench -metrics http://127.0.0.1:58081/metrics "$@" || true

@@ -27,7 +27,7 @@ type llmEntry struct {
 func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req openai.ChatCompletionRequest) (*routerclient.Answer, error) {
 	rn := x.run
 	var prior llmEntry
-	if ok, err := journaled(ctx, x.DB, rn.ID, step, &prior); err != nil {
+	if ok, err := x.journaled(ctx, step, &prior); err != nil {
 		return nil, err
 	} else if ok {
 		x.log.Info("llm answer replayed from journal", "step", step)

@@ -11,10 +11,15 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
 
-// journaled returns the journal entry stored under step, if any.
-func journaled(ctx context.Context, db run.DB, runID, step string, dst any) (bool, error) {
+// journaled returns the journal entry stored under step, if any. A run's first attempt has
+// none to find and does not look: an attempt racing it is resumed and does, and journal
+// refuses a step written twice.
+func (x *execution) journaled(ctx context.Context, step string, dst any) (bool, error) {
+	if !x.resumed {
+		return false, nil
+	}
 	var raw []byte
-	err := db.QueryRow(ctx, `SELECT data FROM run_journal WHERE run_id = $1 AND step_key = $2`, runID, step).Scan(&raw)
+	err := x.DB.QueryRow(ctx, `SELECT data FROM run_journal WHERE run_id = $1 AND step_key = $2`, x.run.ID, step).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -52,7 +52,7 @@ func (x *execution) CheckCancel(ctx context.Context) error {
 // the tool-call ledger so that one idempotency key reaches the tool at most once.
 func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t tool.Tool, call openai.ToolCall) (string, error) {
 	var prior toolEntry
-	if ok, err := journaled(ctx, x.DB, x.run.ID, step, &prior); err != nil {
+	if ok, err := x.journaled(ctx, step, &prior); err != nil {
 		return "", err
 	} else if ok {
 		x.log.Info("tool result replayed from journal", "step", step, "tool", t.Name)
@@ -171,7 +171,7 @@ type decisionEntry struct {
 // run written after the pause decides, and the decision is journaled.
 func (x *execution) Approval(ctx context.Context, step string, held []tier.Held) (tier.Decision, error) {
 	var d decisionEntry
-	if ok, err := journaled(ctx, x.DB, x.run.ID, step+"/decision", &d); err != nil || ok {
+	if ok, err := x.journaled(ctx, step+"/decision", &d); err != nil || ok {
 		return d.Decision, err
 	}
 	var pause approvalEntry
