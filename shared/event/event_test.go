@@ -12,7 +12,6 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
-
 func drafts(t *testing.T, typed ...any) []event.Draft {
 	t.Helper()
 	var out []event.Draft
