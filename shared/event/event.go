@@ -106,15 +106,44 @@ func NewDraft(typ string, data any) (Draft, error) {
 	return Draft{Type: typ, Data: raw}, nil
 }
 
+// InsertSQL is the insert that journals drafted events: src names a row source with the
+// columns run_id, org_id and base (the sequence number before the first event's), types and
+// data the parameters holding Columns. It is written to be used as a data-modifying CTE of
+// the statement that takes the numbers.
+func InsertSQL(src, types, data string) string {
+	return `INSERT INTO run_events (run_id, seq, org_id, type, data)
+		SELECT s.run_id, s.base + x.n, s.org_id, x.type, x.data
+		FROM ` + src + ` s, unnest(` + types + `::text[], ` + data + `::jsonb[]) WITH ORDINALITY AS x(type, data, n)`
+}
+
+// Columns are the drafts' types and data as the parameters InsertSQL takes; never nil, so
+// that no drafts is an empty array rather than NULL.
+func Columns(drafts []Draft) (types, data []string) {
+	types, data = make([]string, len(drafts)), make([]string, len(drafts))
+	for i, d := range drafts {
+		types[i], data[i] = d.Type, string(d.Data)
+	}
+	return types, data
+}
+
+// Numbered returns the envelopes of drafts journaled with sequence numbers from first on.
+func Numbered(runID, orgID string, drafts []Draft, first int64, ts time.Time) []Envelope {
+	if len(drafts) == 0 {
+		return nil
+	}
+	envs := make([]Envelope, len(drafts))
+	for i, d := range drafts {
+		envs[i] = Envelope{Type: d.Type, JobID: runID, OrgID: orgID, Seq: first + int64(i), TS: ts, Data: d.Data}
+	}
+	return envs
+}
+
 // recordAllSQL takes n sequence numbers of the run in one update of its row and journals
 // the n events with them, in order; it answers the first number taken and the timestamp.
-const recordAllSQL = `WITH s AS (
-		UPDATE runs SET event_seq = event_seq + cardinality($3::text[]) WHERE id = $1
-		RETURNING event_seq - cardinality($3::text[]) AS base),
-	i AS (
-		INSERT INTO run_events (run_id, seq, org_id, type, data)
-		SELECT $1, s.base + e.n, $2, e.type, e.data
-		FROM s, unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS e(type, data, n))
+var recordAllSQL = `WITH s AS (
+		UPDATE runs SET event_seq = event_seq + cardinality($2::text[]) WHERE id = $1
+		RETURNING id AS run_id, org_id, event_seq - cardinality($2::text[]) AS base),
+	i AS (` + InsertSQL("s", "$2", "$3") + `)
 	SELECT base + 1, now() FROM s`
 
 // QueueRecordAll adds to a batch one statement that journals a run's events in the order
@@ -125,14 +154,9 @@ func QueueRecordAll(b *pgx.Batch, runID, orgID string, drafts []Draft) []Envelop
 	if len(drafts) == 0 {
 		return nil
 	}
-	envs := make([]Envelope, len(drafts))
-	types := make([]string, len(drafts))
-	data := make([]string, len(drafts))
-	for i, d := range drafts {
-		envs[i] = Envelope{Type: d.Type, JobID: runID, OrgID: orgID, Data: d.Data}
-		types[i], data[i] = d.Type, string(d.Data)
-	}
-	b.Queue(recordAllSQL, runID, orgID, types, data).QueryRow(func(row pgx.Row) error {
+	envs := Numbered(runID, orgID, drafts, 0, time.Time{})
+	types, data := Columns(drafts)
+	b.Queue(recordAllSQL, runID, types, data).QueryRow(func(row pgx.Row) error {
 		var first int64
 		var ts time.Time
 		if err := row.Scan(&first, &ts); err != nil {

@@ -27,12 +27,14 @@ func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 	require.NoError(t, err)
 
 	id := uuid.NewString()
+	transition, _, err := transitionStatement(id, Completed, Change{}, nil)
+	require.NoError(t, err)
 	for name, c := range map[string]struct {
 		sql  string
 		args string
 	}{
 		"claim":      {ClaimStatement("o.old"), `'` + id + `'`},
-		"transition": {transitionStatement([]string{"status = $2", "updated_at = now()"}), `'` + id + `', 'completed', '{running}'`},
+		"transition": {transition, `'` + id + `', 'completed', '{running}', '{}', '{}'`},
 	} {
 		_, err := conn.Exec(ctx, `PREPARE stmt AS `+c.sql)
 		require.NoError(t, err, name)

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard-ai/switchyard/shared/event"
 )
 
 // DB is what this package needs of a pool or a transaction.
@@ -51,12 +54,93 @@ type Change struct {
 // current status, in one statement, and returns the status it left. Timestamps follow
 // the status: queued_at, started_at, finished_at.
 func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (Status, error) {
+	sql, args, err := transitionStatement(runID, to, c, nil)
+	if err != nil {
+		return "", err
+	}
+	var old Status
+	var first int64
+	var ts time.Time
+	var orgID string
+	err = db.QueryRow(ctx, sql, args...).Scan(&old, &first, &ts, &orgID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Refused(ctx, db, runID, to)
+	}
+	if err != nil {
+		return "", fmt.Errorf("moving run %s to %s: %w", runID, to, err)
+	}
+	return old, nil
+}
+
+// Refused explains a transition to `to` that did not happen: ErrNotFound, or a
+// *TransitionError with the status the run is in (also returned).
+func Refused(ctx context.Context, db DB, runID string, to Status) (Status, error) {
+	var current Status
+	err := db.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&current)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading status of run %s: %w", runID, err)
+	}
+	return current, &TransitionError{RunID: runID, From: current, To: to}
+}
+
+// Outcome is what a queued transition did; it is known once its batch has run.
+type Outcome struct {
+	// Moved reports whether the run moved; when it did not, nothing was written and Refused
+	// says why.
+	Moved bool
+	// From is the status the run left.
+	From Status
+	// Events are the journaled events, numbered.
+	Events []event.Envelope
+}
+
+// QueueTransition adds Transition's statement to a batch, journaling the drafted events in
+// the same statement — numbered after the run's last, in the order given, the numbers taken
+// in the same update of the run row — if and only if the run moves.
+func QueueTransition(b *pgx.Batch, runID string, to Status, c Change, drafts []event.Draft) (*Outcome, error) {
+	sql, args, err := transitionStatement(runID, to, c, drafts)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{}
+	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+		var first int64
+		var ts time.Time
+		var orgID string
+		err := row.Scan(&out.From, &first, &ts, &orgID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("moving run %s to %s: %w", runID, to, err)
+		}
+		out.Moved = true
+		out.Events = event.Numbered(runID, orgID, drafts, first, ts)
+		return nil
+	})
+	return out, nil
+}
+
+// transitionStatement builds Transition's statement: $1 the run id, $2 the new status, $3
+// the statuses it may leave, $4 and $5 the events' types and data, then the change.
+//
+// It names the run's id on the updated row as well as in the locking subquery: with the
+// join alone, a plan made while the table was nearly empty (and kept by a connection's
+// prepared statement) scans the whole table on every call once it has grown.
+func transitionStatement(runID string, to Status, c Change, drafts []event.Draft) (string, []any, error) {
 	from := Sources(to)
 	if len(from) == 0 {
-		return "", &TransitionError{RunID: runID, To: to}
+		return "", nil, &TransitionError{RunID: runID, To: to}
 	}
-	args := []any{runID, to, from}
+	types, data := event.Columns(drafts)
+	args := []any{runID, to, from, types, data}
 	sets := []string{"status = $2", "updated_at = now()"}
+	if len(drafts) > 0 {
+		sets = append(sets, "event_seq = r.event_seq + cardinality($4::text[])")
+	}
 	add := func(expr string, v any) {
 		args = append(args, v)
 		sets = append(sets, strings.ReplaceAll(expr, "?", "$"+strconv.Itoa(len(args))))
@@ -86,42 +170,20 @@ func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (
 	case to.Terminal():
 		sets = append(sets, "finished_at = now()")
 	}
-	var old Status
-	err := db.QueryRow(ctx, transitionStatement(sets), args...).Scan(&old)
-	if errors.Is(err, pgx.ErrNoRows) {
-		var current Status
-		err := db.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&current)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", ErrNotFound
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading status of run %s: %w", runID, err)
-		}
-		return current, &TransitionError{RunID: runID, From: current, To: to}
-	}
-	if err != nil {
-		return "", fmt.Errorf("moving run %s to %s: %w", runID, to, err)
-	}
-	return old, nil
-}
-
-// transitionStatement is Transition's statement: $1 the run id, $3 the statuses it may
-// leave, sets the assignments.
-func transitionStatement(sets []string) string {
-	return `UPDATE runs r SET ` + strings.Join(sets, ", ") + `
-		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
-		WHERE r.id = $1 AND r.id = o.id AND o.old = ANY($3)
-		RETURNING o.old`
+	return `WITH t AS (
+			UPDATE runs r SET ` + strings.Join(sets, ", ") + `
+			FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
+			WHERE r.id = $1 AND r.id = o.id AND o.old = ANY($3)
+			RETURNING o.old, r.id AS run_id, r.org_id, r.event_seq - cardinality($4::text[]) AS base),
+		e AS (` + event.InsertSQL("t", "$4", "$5") + `)
+		SELECT old, base + 1, now(), org_id FROM t`, args, nil
 }
 
 // ClaimStatement is Claim's statement ($1: the run id) with the caller's RETURNING list, in
 // which r is the claimed row (as updated) and o.old the status it had. It returns no row
 // when the run is missing, in any status but queued or running, or has a cancellation
 // pending. A worker uses it to claim a run and read it in one round trip.
-//
-// Both statements name the run's id on the updated row as well as in the locking subquery:
-// with the join alone, a plan made while the table was nearly empty (and kept by a
-// connection's prepared statement) scans the whole table on every claim once it has grown.
+// Like Transition's, it names the run's id on the updated row too.
 func ClaimStatement(returning string) string {
 	return `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
 			started_at = COALESCE(r.started_at, now()), updated_at = now()
@@ -139,15 +201,7 @@ func Claim(ctx context.Context, db DB, runID string) (Status, error) {
 	var old Status
 	err := db.QueryRow(ctx, ClaimStatement("o.old"), runID).Scan(&old)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var current Status
-		err := db.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&current)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", ErrNotFound
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading status of run %s: %w", runID, err)
-		}
-		return current, &TransitionError{RunID: runID, From: current, To: Running}
+		return Refused(ctx, db, runID, Running)
 	}
 	if err != nil {
 		return "", fmt.Errorf("claiming run %s: %w", runID, err)

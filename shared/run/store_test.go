@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
@@ -92,4 +94,77 @@ func TestTransitionTable(t *testing.T) {
 	require.False(t, run.Status("bogus").Valid())
 	require.True(t, run.CanTransition(run.HeldForReview, run.Queued))
 	require.False(t, run.CanTransition(run.Completed, run.Queued))
+}
+
+func TestQueueTransitionJournalsEventsOnlyWhenTheRunMoves(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	done, err := event.NewDraft(event.JobCompleted, map[string]any{"status": "completed"})
+	require.NoError(t, err)
+	span, err := event.NewDraft(event.JobSpan, map[string]any{"id": "s1"})
+	require.NoError(t, err)
+	eventCount := func(id string) (n, seq int) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM run_events WHERE run_id = $1), event_seq
+			FROM runs WHERE id = $1`, id).Scan(&n, &seq))
+		return n, seq
+	}
+
+	t.Run("a run that moves gets its events, numbered after its last", func(t *testing.T) {
+		id, orgID := testkit.NewRun(t, pool, "running")
+		_, err := event.Record(ctx, pool, id, orgID, event.JobStarted, map[string]any{})
+		require.NoError(t, err)
+		b := &pgx.Batch{}
+		out, err := run.QueueTransition(b, id, run.Completed, run.Change{Output: []byte(`{"text":"hi"}`)}, []event.Draft{span, done})
+		require.NoError(t, err)
+		require.NoError(t, pool.SendBatch(ctx, b).Close())
+		require.True(t, out.Moved)
+		require.Equal(t, run.Running, out.From)
+		require.Len(t, out.Events, 2)
+		require.Equal(t, event.JobSpan, out.Events[0].Type)
+		require.EqualValues(t, 2, out.Events[0].Seq)
+		require.Equal(t, event.JobCompleted, out.Events[1].Type)
+		require.EqualValues(t, 3, out.Events[1].Seq)
+		require.Equal(t, orgID, out.Events[1].OrgID)
+		n, seq := eventCount(id)
+		require.Equal(t, 3, n)
+		require.Equal(t, 3, seq)
+		got, err := event.Replay(ctx, pool, orgID, id, 1)
+		require.NoError(t, err)
+		require.Equal(t, out.Events[1].Type, got[1].Type)
+		require.JSONEq(t, `{"status":"completed"}`, string(got[1].Data))
+		var status string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, id).Scan(&status))
+		require.Equal(t, "completed", status)
+	})
+
+	t.Run("a run that may not move writes nothing, events included", func(t *testing.T) {
+		id, _ := testkit.NewRun(t, pool, "cancelled")
+		b := &pgx.Batch{}
+		out, err := run.QueueTransition(b, id, run.Completed, run.Change{Output: []byte(`{"x":1}`)}, []event.Draft{span, done})
+		require.NoError(t, err)
+		require.NoError(t, pool.SendBatch(ctx, b).Close())
+		require.False(t, out.Moved)
+		require.Empty(t, out.Events)
+		n, seq := eventCount(id)
+		require.Zero(t, n)
+		require.Zero(t, seq)
+		from, err := run.Refused(ctx, pool, id, run.Completed)
+		var te *run.TransitionError
+		require.ErrorAs(t, err, &te)
+		require.Equal(t, run.Cancelled, from)
+	})
+
+	t.Run("no events: only the move", func(t *testing.T) {
+		id, _ := testkit.NewRun(t, pool, "running")
+		b := &pgx.Batch{}
+		out, err := run.QueueTransition(b, id, run.Failed, run.Change{Error: []byte(`{"code":"X"}`)}, nil)
+		require.NoError(t, err)
+		require.NoError(t, pool.SendBatch(ctx, b).Close())
+		require.True(t, out.Moved)
+		require.Empty(t, out.Events)
+		n, seq := eventCount(id)
+		require.Zero(t, n)
+		require.Zero(t, seq)
+	})
 }

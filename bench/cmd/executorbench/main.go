@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/stats"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
@@ -186,6 +187,8 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 	time.Sleep(warmup)
 	var rssLoad []float64
 	base := completed.Load()
+	cpu0, cpuErr := hostcpu.Read()
+	execCPU0 := b.metric("process_cpu_seconds_total")
 	t0 := time.Now()
 	var rates []float64
 	for time.Since(t0) < duration && ctx.Err() == nil {
@@ -200,6 +203,13 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 	t1 := time.Now()
 	elapsed := t1.Sub(t0)
 	total := completed.Load() - base
+	cpu1, err := hostcpu.Read()
+	if cpuErr == nil && err == nil && total > 0 {
+		u := cpu1.Since(cpu0)
+		fmt.Printf("cpu    machine busy %.0f%% of its cores, steal %.1f%%: %.2f ms of CPU per job on the whole machine (every process, this bench too), %.2f ms in the executor\n",
+			u.Busy*100, u.Steal*100, u.BusySeconds*1000/float64(total),
+			(b.metric("process_cpu_seconds_total")-execCPU0)*1000/float64(total))
+	}
 	stopProbes()
 	probes.Wait()
 	stopping.Store(true)
@@ -374,8 +384,11 @@ func (b *bench) measure(ctx context.Context, ids []string, enq map[string]time.T
 	return transit, overhead, wall, rows.Err()
 }
 
-// rss reads process_resident_memory_bytes from the executor's /metrics; 0 if unavailable.
-func (b *bench) rss() float64 {
+// rss reads the executor's resident memory from its /metrics; 0 if unavailable.
+func (b *bench) rss() float64 { return b.metric("process_resident_memory_bytes") }
+
+// metric reads one unlabelled metric from the executor's /metrics; 0 if unavailable.
+func (b *bench) metric(name string) float64 {
 	resp, err := http.Get(b.metrics)
 	if err != nil {
 		return 0
@@ -383,7 +396,7 @@ func (b *bench) rss() float64 {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "process_resident_memory_bytes "); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			return f
 		}

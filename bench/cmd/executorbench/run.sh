@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Executor benchmark on its own Redis (port 56417) and database (execbench) of the test Postgres.
-# Usage: bench/cmd/executorbench/run.sh [executorbench flags]   (env: PGURL, POOL, LAB, SWITCHYARD_TASK_CHECK_INTERVAL)
+# Usage: bench/cmd/executorbench/run.sh [executorbench flags]
+#   env: PGURL, POOL, LAB, SWITCHYARD_TASK_CHECK_INTERVAL; BENCH_DIR (binaries and logs, default
+#   /tmp/executorbench); NO_BUILD=1 runs the binaries already in BENCH_DIR (e.g. a baseline
+#   built from another commit).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 B=${BENCH_DIR:-/tmp/executorbench}; mkdir -p $B
-for p in dispatcher/cmd/dispatcher executor/cmd/executor provider-router/cmd/provider-router provider-router/cmd/sim-llm bench/cmd/executorbench; do
-  go build -o $B/$(basename $p) ./$p
-done
+if [ -z "${NO_BUILD:-}" ]; then
+  for p in dispatcher/cmd/dispatcher executor/cmd/executor provider-router/cmd/provider-router provider-router/cmd/sim-llm bench/cmd/executorbench; do
+    go build -o $B/$(basename $p) ./$p
+  done
+fi
 redis-server --port 56417 --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --pidfile $B/redis.pid --logfile $B/redis.log
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:25433}
 psql "$PGURL/postgres" -qc 'DROP DATABASE IF EXISTS execbench' -c 'CREATE DATABASE execbench'

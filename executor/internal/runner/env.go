@@ -179,9 +179,12 @@ func (x *execution) flush(ctx context.Context) {
 	}
 }
 
-// finish flushes what is buffered, then ends the run.
+// finish ends the run, writing what is buffered in the same round trip.
 func (x *execution) finish(ctx context.Context, log *slog.Logger, rn Run, st run.Status, output map[string]any,
 	errBody json.RawMessage, warnings ...string) error {
-	x.flush(ctx)
-	return x.Runner.finish(ctx, log, rn, st, output, errBody, warnings...)
+	x.buf.mu.Lock()
+	spans, drafts := x.buf.spans, x.buf.events
+	x.buf.spans, x.buf.events = span.Batch{}, nil
+	x.buf.mu.Unlock()
+	return x.Runner.conclude(ctx, log, rn, &spans, drafts, st, output, errBody, warnings...)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -273,6 +274,16 @@ func codedError(code, msg string) json.RawMessage {
 // queued: the task is retried, and its next delivery reports again.
 func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.Status, output map[string]any,
 	errBody json.RawMessage, warnings ...string) error {
+	return r.conclude(ctx, log, rn, nil, nil, st, output, errBody, warnings...)
+}
+
+// conclude ends the run and writes what the attempt still holds — its spans and events —
+// with it: one round trip, in which the run moves, the events (the terminal one last) take
+// their numbers in that same update of the run row, and the spans are saved. When the run
+// may not move (a cancellation or another attempt ended it first) the spans and the
+// non-terminal events are written all the same and the refusal is logged.
+func (r *Runner) conclude(ctx context.Context, log *slog.Logger, rn Run, spans *span.Batch, drafts []event.Draft,
+	st run.Status, output map[string]any, errBody json.RawMessage, warnings ...string) error {
 	c := run.Change{Error: errBody}
 	if errBody != nil {
 		c.AttemptError = errBody
@@ -282,10 +293,6 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 	}
 	if len(warnings) > 0 {
 		c.Warnings, _ = json.Marshal(warnings)
-	}
-	if _, err := run.Transition(ctx, r.DB, rn.ID, st, c); err != nil {
-		log.Error("recording run outcome", "status", st, "error", err)
-		return nil
 	}
 	typ := event.JobCompleted
 	switch st {
@@ -306,8 +313,34 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 	if len(warnings) > 0 {
 		data["warnings"] = warnings
 	}
-	if _, err := r.Events.Emit(ctx, r.DB, rn.ID, rn.OrgID, typ, data); err != nil {
+	pending := drafts
+	terminal, err := event.NewDraft(typ, data)
+	if err != nil {
 		log.Warn("emitting terminal event", "error", err)
+	} else {
+		drafts = append(slices.Clip(drafts), terminal)
+	}
+
+	b := &pgx.Batch{}
+	if spans != nil {
+		spans.Queue(b)
+	}
+	out, err := run.QueueTransition(b, rn.ID, st, c, drafts)
+	if err == nil {
+		err = r.DB.SendBatch(ctx, b).Close()
+	}
+	if err != nil {
+		log.Error("recording run outcome", "status", st, "error", err)
+		return nil
+	}
+	if !out.Moved {
+		_, err = run.Refused(ctx, r.DB, rn.ID, st)
+		log.Error("recording run outcome", "status", st, "error", err)
+		r.record(ctx, log, rn, pending)
+		return nil
+	}
+	if err := r.Events.Publish(ctx, out.Events...); err != nil {
+		log.Warn("publishing events", "error", err)
 	}
 	log.Info("run finished", "status", st)
 	if rn.ChainID != "" {
@@ -315,6 +348,22 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 		return r.reportStep(ctx, log, rn)
 	}
 	return nil
+}
+
+// record journals and publishes a run's drafted events.
+func (r *Runner) record(ctx context.Context, log *slog.Logger, rn Run, drafts []event.Draft) {
+	if len(drafts) == 0 {
+		return
+	}
+	b := &pgx.Batch{}
+	envs := event.QueueRecordAll(b, rn.ID, rn.OrgID, drafts)
+	if err := r.DB.SendBatch(ctx, b).Close(); err != nil {
+		log.Warn("writing events", "error", err)
+		return
+	}
+	if err := r.Events.Publish(ctx, envs...); err != nil {
+		log.Warn("publishing events", "error", err)
+	}
 }
 
 // reportStep tells the coordinator, through its durable queue, that a chain step ended.
