@@ -82,22 +82,13 @@ func recoverOrphans(ctx context.Context, rdb redis.UniversalClient, names []stri
 	return all, nil
 }
 
-// recoverLoop runs recoverOrphans every RecoverInterval until ctx ends.
-func (w *Worker) recoverLoop(ctx context.Context) {
-	t := time.NewTicker(w.opts.RecoverInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		ids, err := recoverOrphans(ctx, w.opts.Redis, w.Queues(), time.Now())
-		if err != nil && ctx.Err() == nil {
-			w.log.Warn("recovering orphaned tasks", "error", err)
-		}
-		for _, id := range ids {
-			w.log.Warn("requeued the task of a dead worker", "task_id", id)
-		}
+// recoverOnce requeues the tasks of dead workers; Start runs it every RecoverInterval.
+func (w *Worker) recoverOnce(ctx context.Context) {
+	ids, err := recoverOrphans(ctx, w.opts.Redis, w.Queues(), time.Now())
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("recovering orphaned tasks", "error", err)
+	}
+	for _, id := range ids {
+		w.log.Warn("requeued the task of a dead worker", "task_id", id)
 	}
 }

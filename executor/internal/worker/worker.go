@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-ai/switchyard/shared/periodic"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 )
 
@@ -56,11 +57,12 @@ type Worker struct {
 	opts    Options
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	servers map[string]*served
-	stopped bool
-	cancel  context.CancelFunc
-	follows sync.WaitGroup
+	mu       sync.Mutex
+	servers  map[string]*served
+	stopped  bool
+	cancel   context.CancelFunc
+	follows  sync.WaitGroup
+	recovery *periodic.Loop
 }
 
 type served struct {
@@ -125,7 +127,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.follows.Go(func() { w.follow(ctx) })
 	if w.opts.Redis != nil {
-		w.follows.Go(func() { w.recoverLoop(ctx) })
+		w.recovery = &periodic.Loop{Every: w.opts.RecoverInterval, Run: w.recoverOnce}
+		w.recovery.Start(ctx)
 	}
 	return nil
 }
@@ -149,6 +152,9 @@ func (w *Worker) Stop() {
 		w.cancel()
 	}
 	w.follows.Wait()
+	if w.recovery != nil {
+		w.recovery.Stop()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true
