@@ -54,39 +54,18 @@ type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// recordSQL takes the run's next sequence number and journals the event in one statement.
-const recordSQL = `WITH s AS (
-		UPDATE runs SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq)
-	INSERT INTO run_events (run_id, seq, org_id, type, data)
-	SELECT $1, s.event_seq, $2, $3, $4 FROM s
-	RETURNING seq, ts`
-
 // Record appends an event to the run's journal with the run's next sequence number.
 // Inside a transaction, publish the returned envelope after the commit.
 func Record(ctx context.Context, db DB, runID, orgID, typ string, data any) (Envelope, error) {
-	raw, err := json.Marshal(data)
+	d, err := NewDraft(typ, data)
 	if err != nil {
-		return Envelope{}, fmt.Errorf("encoding %s event: %w", typ, err)
+		return Envelope{}, err
 	}
-	env := Envelope{Type: typ, JobID: runID, OrgID: orgID, Data: raw}
-	err = db.QueryRow(ctx, recordSQL, runID, orgID, typ, raw).Scan(&env.Seq, &env.TS)
-	if err != nil {
+	env := Envelope{Type: typ, JobID: runID, OrgID: orgID, Data: d.Data}
+	types, raw := Columns([]Draft{d})
+	if err := db.QueryRow(ctx, recordAllSQL, runID, types, raw).Scan(&env.Seq, &env.TS); err != nil {
 		return Envelope{}, fmt.Errorf("journaling %s event of run %s: %w", typ, runID, err)
 	}
-	return env, nil
-}
-
-// QueueRecord adds Record's statement to a batch; the returned envelope is complete once
-// the batch has run without error.
-func QueueRecord(b *pgx.Batch, runID, orgID, typ string, data any) (*Envelope, error) {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s event: %w", typ, err)
-	}
-	env := &Envelope{Type: typ, JobID: runID, OrgID: orgID, Data: raw}
-	b.Queue(recordSQL, runID, orgID, typ, raw).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&env.Seq, &env.TS)
-	})
 	return env, nil
 }
 
