@@ -2,7 +2,8 @@
 // figure has its baseline beside it:
 //
 //	overhead   added latency (p50/p99) of the router — mutual TLS, limits, estimates and
-//	           ledger on — over calling sim-llm directly, at fixed open-loop rates, and the
+//	           ledger on — over calling sim-llm directly, at fixed open-loop rates (each
+//	           router call paired with a direct call due at the same moment), and the
 //	           highest closed-loop throughput of both; optionally Portkey's gateway in front
 //	           of the same sim-llm (-portkey "node .../@portkey-ai/gateway/build/start-server.js").
 //	replicas   two router replicas sharing one RPM limit that sim-llm enforces too, with
@@ -32,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/load"
 	"github.com/switchyard-ai/switchyard/bench/internal/routerstack"
 	"github.com/switchyard-ai/switchyard/bench/internal/stats"
@@ -135,15 +137,26 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 		if err != nil {
 			return err
 		}
-		res := map[string]load.Result{}
-		for _, t := range targets {
-			res[t.name] = load.Run(ctx, rate, d, 1024, t.call)
-			fmt.Printf("rate=%6.0f/s %-7s achieved=%7.1f/s errors=%d %s\n", rate, t.name,
-				res[t.name].Achieved, res[t.name].Errors, res[t.name].Latency)
-		}
+		// Each gateway is paired with direct calls at the same due times, so a stall of
+		// this shared host delays both sides of the difference alike.
 		for _, t := range targets[1:] {
-			fmt.Printf("rate=%6.0f/s %-7s added p50=%s p99=%s\n", rate, t.name,
-				ms(res[t.name].Latency.P50-res["direct"].Latency.P50), ms(res[t.name].Latency.P99-res["direct"].Latency.P99))
+			cpu0, cpuErr := hostcpu.Read()
+			base, res, added := load.Paired(ctx, rate, d, 1024, targets[0].call, t.call)
+			for _, r := range []struct {
+				name string
+				res  load.Result
+			}{{targets[0].name, base}, {t.name, res}} {
+				fmt.Printf("rate=%6.0f/s %-7s achieved=%7.1f/s errors=%d %s\n", rate, r.name,
+					r.res.Achieved, r.res.Errors, r.res.Latency)
+			}
+			fmt.Printf("rate=%6.0f/s %-7s added p50=%s p99=%s (difference of the percentiles)\n", rate, t.name,
+				ms(res.Latency.P50-base.Latency.P50), ms(res.Latency.P99-base.Latency.P99))
+			fmt.Printf("rate=%6.0f/s %-7s added per call, paired: p50=%s p90=%s p99=%s p99.9=%s\n", rate, t.name,
+				ms(added.P50), ms(added.P90), ms(added.P99), ms(added.P999))
+			if cpu1, err := hostcpu.Read(); cpuErr == nil && err == nil {
+				u := cpu1.Since(cpu0)
+				fmt.Printf("rate=%6.0f/s %-7s machine busy %.0f%% of its cores, steal %.1f%%\n", rate, t.name, u.Busy*100, u.Steal*100)
+			}
 		}
 	}
 	for _, t := range targets {

@@ -30,11 +30,45 @@ func (r Result) Sustained(maxP99 time.Duration) bool {
 // operations run at once; an operation that cannot start because of that bound counts its
 // wait in its latency.
 func Run(ctx context.Context, rate float64, d time.Duration, maxInFlight int, op func(context.Context) error) Result {
+	s := schedule(ctx, rate, d, maxInFlight, op)
+	return s.result(0)
+}
+
+// Paired calls base and op together at every due time, each at rate per second (their
+// start order alternates), so both meet the machine in the same moment: a stall of the
+// host delays both, and their difference is what op adds over base. It returns each one's
+// Result and the per-call differences, op minus base, of the calls where both succeeded.
+// maxInFlight bounds each of the two.
+func Paired(ctx context.Context, rate float64, d time.Duration, maxInFlight int, base, op func(context.Context) error) (Result, Result, stats.Summary) {
+	s := schedule(ctx, rate, d, maxInFlight, base, op)
+	var diff []time.Duration
+	for i := range s.n {
+		if !s.failed[0][i] && !s.failed[1][i] {
+			diff = append(diff, s.lat[1][i]-s.lat[0][i])
+		}
+	}
+	return s.result(0), s.result(1), stats.Summarize(diff)
+}
+
+// run is one schedule's raw outcome: per op, per due time, the latency and whether it failed.
+type run struct {
+	rate    float64
+	n       int
+	lat     [][]time.Duration
+	failed  [][]bool
+	elapsed time.Duration
+}
+
+func schedule(ctx context.Context, rate float64, d time.Duration, maxInFlight int, ops ...func(context.Context) error) run {
 	n := int(rate * d.Seconds())
 	interval := time.Duration(float64(time.Second) / rate)
-	lat := make([]time.Duration, n)
-	errs := make([]bool, n)
-	sem := make(chan struct{}, maxInFlight)
+	r := run{rate: rate, lat: make([][]time.Duration, len(ops)), failed: make([][]bool, len(ops))}
+	sems := make([]chan struct{}, len(ops))
+	for k := range ops {
+		r.lat[k] = make([]time.Duration, n)
+		r.failed[k] = make([]bool, n)
+		sems[k] = make(chan struct{}, maxInFlight)
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -46,26 +80,33 @@ func Run(ctx context.Context, rate float64, d time.Duration, maxInFlight int, op
 			n = i
 			break
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(i int, due time.Time) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := op(ctx)
-			lat[i] = time.Since(due)
-			errs[i] = err != nil
-		}(i, due)
+		for j := range ops {
+			k := (i + j) % len(ops) // alternate which op starts first
+			sems[k] <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sems[k] }()
+				err := ops[k](ctx)
+				r.lat[k][i] = time.Since(due)
+				r.failed[k][i] = err != nil
+			})
+		}
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	res := Result{Rate: rate, Elapsed: elapsed, Achieved: float64(n) / elapsed.Seconds()}
-	ok := lat[:0]
-	for i := 0; i < n; i++ {
-		if errs[i] {
+	r.n = n
+	r.elapsed = time.Since(start)
+	return r
+}
+
+// result summarises op k of the schedule.
+func (r run) result(k int) Result {
+	res := Result{Rate: r.rate, Elapsed: r.elapsed, Achieved: float64(r.n) / r.elapsed.Seconds()}
+	var ok []time.Duration
+	for i := range r.n {
+		if r.failed[k][i] {
 			res.Errors++
 			continue
 		}
-		ok = append(ok, lat[i])
+		ok = append(ok, r.lat[k][i])
 	}
 	res.Latency = stats.Summarize(ok)
 	return res
