@@ -62,6 +62,12 @@ func (r *Reconciler) Start(ctx context.Context) {
 // Stop ends the scans.
 func (r *Reconciler) Stop() { r.loop.Stop() }
 
+// scanSQL finds live runs not updated for $1 seconds, oldest first. The partial index
+// runs_live_idx serves it, so a scan reads only live runs, never the finished history.
+const scanSQL = `SELECT id, queue, priority, status FROM runs
+	WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => $1)
+	ORDER BY updated_at LIMIT 500`
+
 type candidate struct {
 	ID, Queue, Priority, Status string
 }
@@ -78,9 +84,7 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey).Scan(&got); err != nil || !got {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, queue, priority, status FROM runs
-			WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => $1)
-			ORDER BY updated_at LIMIT 500`, grace.Seconds())
+		rows, err := tx.Query(ctx, scanSQL, grace.Seconds())
 		if err != nil {
 			return err
 		}
