@@ -5,7 +5,9 @@
 //
 // It dispatches a no-op skill to its own queue ("bench", no consumers), so executors do not
 // compete for the CPU, and lifts the dev organisation's rate limits for the run (restored
-// afterwards). The runs and tasks it creates are deleted after each rate.
+// afterwards). The runs and tasks it creates are deleted after each rate. Beside latency it
+// prints the whole machine's CPU time per operation (every process, this generator too) and
+// the steal during each load, so runs on a noisy host can still be compared.
 //
 //	make start
 //	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" \
@@ -29,6 +31,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/load"
 )
 
@@ -98,15 +101,15 @@ func main() {
 	load.Run(ctx, 200, 2*time.Second, *inflight, floor)
 	load.Run(ctx, 200, 2*time.Second, *inflight, dispatch)
 
-	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max", "errors")
+	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s %10s %6s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max", "errors", "cpu/op", "steal")
 	best := 0.0
 	for _, rate := range rates {
-		f := load.Run(ctx, rate, *dur, *inflight, floor)
-		d := load.Run(ctx, rate, *dur, *inflight, dispatch)
-		print("floor", f)
-		print("dispatch", d)
-		fmt.Printf("%-9s %-8.0f ratio dispatch/floor: p50 %.2fx  p99 %.2fx\n", "", rate,
-			ratio(d.Latency.P50, f.Latency.P50), ratio(d.Latency.P99, f.Latency.P99))
+		f, fcpu := measured(func() load.Result { return load.Run(ctx, rate, *dur, *inflight, floor) })
+		d, dcpu := measured(func() load.Result { return load.Run(ctx, rate, *dur, *inflight, dispatch) })
+		print("floor", f, fcpu)
+		print("dispatch", d, dcpu)
+		fmt.Printf("%-9s %-8.0f ratio dispatch/floor: p50 %.2fx  p99 %.2fx  machine CPU per op %.2fx\n", "", rate,
+			ratio(d.Latency.P50, f.Latency.P50), ratio(d.Latency.P99, f.Latency.P99), perOp(dcpu, d)/perOp(fcpu, f))
 		if d.Sustained(*maxP99) {
 			best = rate
 		}
@@ -115,10 +118,32 @@ func main() {
 	fmt.Printf("highest sustained dispatch rate (all ok, ≥98%% of target, p99 ≤ %s): %.0f/s\n", *maxP99, best)
 }
 
-func print(name string, r load.Result) {
+// measured runs one load and reads the whole machine's CPU use over it (every process: the
+// stack, Postgres, Redis and this load generator), which steal from neighbours does not
+// inflate the way it inflates latency.
+func measured(run func() load.Result) (load.Result, hostcpu.Usage) {
+	c0, err0 := hostcpu.Read()
+	r := run()
+	c1, err1 := hostcpu.Read()
+	if err0 != nil || err1 != nil {
+		return r, hostcpu.Usage{}
+	}
+	return r, c1.Since(c0)
+}
+
+// perOp is milliseconds of machine CPU per completed operation.
+func perOp(u hostcpu.Usage, r load.Result) float64 {
+	n := r.Achieved * r.Elapsed.Seconds()
+	if n == 0 {
+		return 0
+	}
+	return u.BusySeconds * 1000 / n
+}
+
+func print(name string, r load.Result, u hostcpu.Usage) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
-	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d\n", name, r.Rate, r.Achieved, ms(r.Latency.P50),
-		ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max), r.Errors)
+	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d %8.2fms %5.1f%%\n", name, r.Rate, r.Achieved, ms(r.Latency.P50),
+		ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max), r.Errors, perOp(u, r), u.Steal*100)
 }
 
 func ratio(a, b time.Duration) float64 {
