@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -47,6 +48,10 @@ type Options struct {
 	// every RecoverInterval (default 2s).
 	Redis           redis.UniversalClient
 	RecoverInterval time.Duration
+	// IdleWait is the longest an idle queue waits for a push notification before it looks
+	// for work anyway (wake.go); default 1s. Negative turns wake-ups off: idle queues poll
+	// every TaskCheckInterval.
+	IdleWait time.Duration
 }
 
 // Worker manages the asynq servers.
@@ -63,11 +68,14 @@ type Worker struct {
 	cancel   context.CancelFunc
 	follows  sync.WaitGroup
 	recovery *periodic.Loop
+	wake     *wakeup // nil: idle queues poll
+	wakeRDB  redis.UniversalClient
 }
 
 type served struct {
-	srvs []*asynq.Server
-	spec spec
+	srvs    []*asynq.Server
+	clients []redis.UniversalClient // one per server, closed after it
+	spec    spec
 }
 
 // shutdown drains the queue's servers together.
@@ -77,6 +85,9 @@ func (s *served) shutdown() {
 		wg.Go(srv.Shutdown)
 	}
 	wg.Wait()
+	for _, c := range s.clients {
+		_ = c.Close()
+	}
 }
 
 // shards splits a concurrency into the fewest parts of at most size, as equal as can be.
@@ -113,6 +124,9 @@ func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts
 	if opts.RecoverInterval == 0 {
 		opts.RecoverInterval = 2 * time.Second
 	}
+	if opts.IdleWait == 0 {
+		opts.IdleWait = time.Second
+	}
 	return &Worker{db: db, redis: redis, handler: handler, opts: opts, log: log, servers: map[string]*served{}}
 }
 
@@ -120,6 +134,9 @@ func New(db *pgxpool.Pool, redis asynq.RedisConnOpt, handler asynq.Handler, opts
 // ctx ends. It fails when a queue named in Only is missing or of the other class.
 func (w *Worker) Start(ctx context.Context) error {
 	ctx, w.cancel = context.WithCancel(ctx)
+	if w.opts.IdleWait > 0 {
+		w.startWakeups(ctx)
+	}
 	if err := w.sync(ctx); err != nil {
 		w.cancel()
 		w.Stop()
@@ -131,6 +148,28 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.recovery.Start(ctx)
 	}
 	return nil
+}
+
+// startWakeups subscribes to pushes onto the queues (wake.go). Where Redis refuses to
+// publish keyspace events, idle queues poll every TaskCheckInterval, and the log says so.
+func (w *Worker) startWakeups(ctx context.Context) {
+	rdb, ok := w.redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return
+	}
+	db := 0
+	if c, ok := rdb.(*redis.Client); ok {
+		db = c.Options().DB
+	}
+	if err := enableKeyspaceEvents(ctx, rdb); err != nil {
+		_ = rdb.Close()
+		w.log.Warn("idle queues poll every TaskCheckInterval: could not enable Redis keyspace events for lists; "+
+			"set notify-keyspace-events to include K and l on the Redis server for push wake-ups", "error", err,
+			"interval", w.opts.TaskCheckInterval.String())
+		return
+	}
+	w.wake, w.wakeRDB = newWakeup(w.opts.IdleWait, w.log), rdb
+	w.follows.Go(func() { w.wake.follow(ctx, rdb, db) })
 }
 
 // Queues returns the names of the queues being served.
@@ -154,6 +193,10 @@ func (w *Worker) Stop() {
 	w.follows.Wait()
 	if w.recovery != nil {
 		w.recovery.Stop()
+	}
+	if w.wake != nil {
+		w.wake.close()
+		defer w.wakeRDB.Close()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -213,6 +256,9 @@ func (w *Worker) sync(ctx context.Context) error {
 	}
 	for name, s := range w.servers {
 		if ws, ok := want[name]; !ok || ws != s.spec {
+			if w.wake != nil {
+				w.wake.kick(tierNames(name))
+			}
 			s.shutdown()
 			delete(w.servers, name)
 			w.log.Info("queue server stopped", "queue", name)
@@ -225,12 +271,15 @@ func (w *Worker) sync(ctx context.Context) error {
 		sv := &served{spec: s}
 		parts := shards(s.Concurrency, w.opts.ShardSize)
 		for _, c := range parts {
-			srv := w.newServer(s, c)
-			if err := srv.Start(w.handler); err != nil {
+			srv, client, err := w.newServer(s, c)
+			if err == nil {
+				sv.srvs, sv.clients = append(sv.srvs, srv), append(sv.clients, client)
+				err = srv.Start(w.handler)
+			}
+			if err != nil {
 				sv.shutdown()
 				return fmt.Errorf("starting server for queue %q: %w", name, err)
 			}
-			sv.srvs = append(sv.srvs, srv)
 		}
 		w.servers[name] = sv
 		w.log.Info("queue server started", "queue", name, "concurrency", s.Concurrency, "servers", len(parts), "class", s.Class)
@@ -241,9 +290,19 @@ func (w *Worker) sync(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) newServer(s spec, concurrency int) *asynq.Server {
+// newServer builds one server of the queue on a Redis client of its own, which carries the
+// wake-up hook when wake-ups are on. Close the client after the server.
+func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.UniversalClient, error) {
 	log := w.log.With("queue", s.Name)
-	return asynq.NewServer(w.redis, asynq.Config{
+	client, ok := w.redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, nil, fmt.Errorf("unsupported Redis connection option %T", w.redis)
+	}
+	if w.wake != nil {
+		w.wake.register(tierNames(s.Name))
+		client.AddHook(w.wake)
+	}
+	return asynq.NewServerFromRedisClient(client, asynq.Config{
 		Concurrency:              concurrency,
 		Queues:                   queue.Tiers(s.Name),
 		TaskCheckInterval:        w.opts.TaskCheckInterval,
@@ -254,8 +313,11 @@ func (w *Worker) newServer(s spec, concurrency int) *asynq.Server {
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			log.Warn("task attempt failed", "task", t.Type(), "error", err)
 		}),
-	})
+	}), client, nil
 }
+
+// tierNames are the asynq queues of a named queue's priority tiers.
+func tierNames(name string) []string { return slices.Sorted(maps.Keys(queue.Tiers(name))) }
 
 // backoff is exponential with full jitter: about 1 s, 2 s, 4 s ... capped at 5 minutes.
 func backoff(n int, _ error, _ *asynq.Task) time.Duration {
