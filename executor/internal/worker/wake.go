@@ -17,12 +17,12 @@ import (
 // asynq looks for a task by running its dequeue script on each priority tier of a named
 // queue in turn and, when every tier is empty, sleeps TaskCheckInterval and looks again:
 // at 5 ms that is hundreds of scripts a second per idle queue, a steady tenth of a core of
-// executor and Redis doing nothing. wakeup is a go-redis hook in the asynq servers' Redis
-// client: once every tier of a named queue has been found empty and nothing has been
+// executor and Redis doing nothing. wakeup hooks into each asynq server's Redis client
+// (go-redis hooks): once every tier of a named queue has been found empty and nothing has been
 // pushed onto any of them since, the next dequeue waits until Redis reports a push onto one
 // of the queue's pending lists (keyspace notifications, so every producer counts: the
 // dispatcher, asynq's forwarder of retries and scheduled tasks, dead-worker recovery), or at
-// most maxWait. A push therefore starts the dequeue at once instead of after the rest of a
+// most maxWait — at the start of a look only (hook). A push therefore starts the dequeue at once instead of after the rest of a
 // poll interval. While the subscription is not established, nothing waits: asynq polls as
 // it would without the hook.
 type wakeup struct {
@@ -101,6 +101,26 @@ func (w *wakeup) before(tier string) uint64 {
 	return n
 }
 
+// pushes is the number of pushes reported onto tier so far.
+func (w *wakeup) pushes(tier string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if g := w.byTier[tier]; g != nil {
+		return g.pushes[tier]
+	}
+	return 0
+}
+
+// tierCount is how many tiers tier's named queue has (1 for a tier never registered).
+func (w *wakeup) tierCount(tier string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if g := w.byTier[tier]; g != nil {
+		return len(g.tiers)
+	}
+	return 1
+}
+
 // after records a dequeue's outcome: empty, as of the push count read before it ran.
 func (w *wakeup) after(tier string, pushesBefore uint64, empty bool) {
 	if !empty {
@@ -156,23 +176,49 @@ func (g *gate) kick() {
 	g.wake = make(chan struct{})
 }
 
-// The go-redis hook. Only asynq's dequeue script is touched.
+// hook returns the go-redis hook for one asynq server's Redis client. Only the server's
+// dequeue script is touched, and only at the start of a look: asynq tries every tier in
+// turn, and a look that waited at its third tier, woken by a push onto its first, would
+// miss the task and sleep a poll interval before the next look.
+func (w *wakeup) hook() redis.Hook { return &serverHook{w: w, seen: map[string]bool{}} }
 
-func (w *wakeup) DialHook(next redis.DialHook) redis.DialHook { return next }
+// serverHook follows one server's looks. A server dequeues from a single goroutine, so its
+// looks never overlap.
+type serverHook struct {
+	w    *wakeup
+	mu   sync.Mutex
+	seen map[string]bool // tiers found empty so far in the current look
+}
 
-func (w *wakeup) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *serverHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *serverHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
-func (w *wakeup) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *serverHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		tier, ok := dequeueTier(cmd.Args())
 		if !ok {
 			return next(ctx, cmd)
 		}
-		n := w.before(tier)
+		h.mu.Lock()
+		first := len(h.seen) == 0
+		h.mu.Unlock()
+		var n uint64
+		if first {
+			n = h.w.before(tier)
+		} else {
+			n = h.w.pushes(tier)
+		}
 		err := next(ctx, cmd)
-		w.after(tier, n, errors.Is(err, redis.Nil))
+		empty := errors.Is(err, redis.Nil)
+		h.w.after(tier, n, empty)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.seen[tier] = empty; !empty || len(h.seen) == h.w.tierCount(tier) {
+			clear(h.seen) // the look found a task, failed, or tried every tier: the next one starts
+		}
 		return err
 	}
 }

@@ -300,7 +300,7 @@ func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.Univer
 	}
 	if w.wake != nil {
 		w.wake.register(tierNames(s.Name))
-		client.AddHook(w.wake)
+		client.AddHook(w.wake.hook())
 	}
 	return asynq.NewServerFromRedisClient(client, asynq.Config{
 		Concurrency:              concurrency,
