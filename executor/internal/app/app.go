@@ -106,7 +106,7 @@ func Main(ctx context.Context, name, class string, args []string) error {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(queue.TypeRun, rn.HandleRun)
 	w := worker.New(pool, asynqOpt, mux, worker.Options{
-		Class: cfg.Class, Only: cfg.Queues, TaskCheckInterval: cfg.TaskCheckInterval, ShutdownTimeout: cfg.ShutdownGrace,
+		Class: cfg.Class, Only: cfg.Queues, TaskCheckInterval: cfg.TaskCheckInterval, IdleWait: cfg.IdleWait, ShutdownTimeout: cfg.ShutdownGrace,
 		ShardSize: cfg.ShardSize, Redis: rdb,
 	}, log)
 	if err := w.Start(ctx); err != nil {

@@ -35,9 +35,12 @@ type Config struct {
 	// Queues is SWITCHYARD_QUEUES, a comma-separated list restricting the queues served;
 	// default every queue of the class.
 	Queues []string
-	// TaskCheckInterval is SWITCHYARD_TASK_CHECK_INTERVAL; default 5ms (see docs/PERFORMANCE.md:
-	// idle queue transit is about half of it, at ~200 idle polls a second per queue).
+	// TaskCheckInterval is SWITCHYARD_TASK_CHECK_INTERVAL; default 5ms: how long asynq sleeps
+	// after a look that found nothing (docs/PERFORMANCE.md).
 	TaskCheckInterval time.Duration
+	// IdleWait is SWITCHYARD_IDLE_WAIT; default 1s: the longest an idle queue waits for a
+	// push notification before it looks anyway; 0 turns push wake-ups off (poll only).
+	IdleWait time.Duration
 	// ShardSize is SWITCHYARD_QUEUE_SHARD_SIZE, the most handlers one asynq server runs: a
 	// queue of higher concurrency is served by several servers that split it; default 250
 	// (see internal/worker).
@@ -81,6 +84,11 @@ func FromEnv(class string) (Config, error) {
 	c.ToolAllowPrivate = list(os.Getenv("SWITCHYARD_TOOL_ALLOW_PRIVATE"))
 	var err error
 	if c.TaskCheckInterval, err = duration("SWITCHYARD_TASK_CHECK_INTERVAL", "5ms"); err != nil {
+		return c, err
+	}
+	if os.Getenv("SWITCHYARD_IDLE_WAIT") == "0" {
+		c.IdleWait = -1 // worker.Options: negative is off
+	} else if c.IdleWait, err = duration("SWITCHYARD_IDLE_WAIT", "1s"); err != nil {
 		return c, err
 	}
 	if v := os.Getenv("SWITCHYARD_QUEUE_SHARD_SIZE"); v != "" {
