@@ -2,11 +2,9 @@ package run
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/shared/testkit"
@@ -38,11 +36,7 @@ func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 	} {
 		_, err := conn.Exec(ctx, `PREPARE stmt AS `+c.sql)
 		require.NoError(t, err, name)
-		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE stmt(`+c.args+`)`)
-		require.NoError(t, err, name)
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		require.NoError(t, err, name)
-		plan := strings.Join(lines, "\n")
+		plan := testkit.Explain(t, conn, `EXECUTE stmt(`+c.args+`)`)
 		require.NotContains(t, plan, "Seq Scan", "%s plan:\n%s", name, plan)
 		require.Contains(t, plan, "Index Scan using runs_pkey on runs r", "%s plan:\n%s", name, plan)
 		_, err = conn.Exec(ctx, `DEALLOCATE stmt`)

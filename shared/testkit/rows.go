@@ -2,9 +2,11 @@ package testkit
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -24,4 +26,18 @@ func NewRun(t testing.TB, pool *pgxpool.Pool, status string) (runID, orgID strin
 		t.Fatalf("inserting a run: %v", err)
 	}
 	return runID, orgID
+}
+
+// Explain returns Postgres's plan for query (EXPLAIN, not run) on conn, one line per node.
+func Explain(t testing.TB, conn *pgxpool.Conn, query string, args ...any) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `EXPLAIN `+query, args...)
+	if err != nil {
+		t.Fatalf("explaining %q: %v", query, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("explaining %q: %v", query, err)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -2,10 +2,8 @@ package reconcile
 
 import (
 	"context"
-	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/shared/testkit"
@@ -24,11 +22,7 @@ func TestScanReadsLiveRunsThroughTheirIndex(t *testing.T) {
 	defer conn.Release()
 	_, err = conn.Exec(ctx, `SET enable_seqscan = off`)
 	require.NoError(t, err)
-	rows, err := conn.Query(ctx, `EXPLAIN `+scanSQL, 10.0)
-	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	plan := strings.Join(lines, "\n")
+	plan := testkit.Explain(t, conn, scanSQL, 10.0)
 	require.NotContains(t, plan, "Seq Scan", plan)
 	require.Contains(t, plan, "runs_live_idx", plan)
 }
