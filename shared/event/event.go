@@ -149,17 +149,62 @@ func QueueRecordAll(b *pgx.Batch, runID, orgID string, drafts []Draft) []Envelop
 	return envs
 }
 
-// QueueRecordFirst adds the journaling of a new run's first event (seq 1) to a batch, for a
-// run inserted in the same batch with event_seq 1: no read-modify-write of the run row.
-func QueueRecordFirst(b *pgx.Batch, runID, orgID, typ string, data any) (*Envelope, error) {
+// Firsts collects the first events (seq 1) of new runs inserted in the same transaction
+// with event_seq 1, for one statement: no read-modify-write of the run rows, and one
+// statement for every run a dispatcher accepted at the same moment.
+type Firsts struct {
+	envs []*Envelope
+}
+
+// Add adds a run's first event. The envelope is complete (its TS set) once the batch that
+// Queue wrote into has run without error.
+func (f *Firsts) Add(runID, orgID, typ string, data any) (*Envelope, error) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s event: %w", typ, err)
 	}
 	env := &Envelope{Type: typ, JobID: runID, OrgID: orgID, Seq: 1, Data: raw}
-	b.Queue(`INSERT INTO run_events (run_id, seq, org_id, type, data) VALUES ($1, 1, $2, $3, $4) RETURNING ts`,
-		runID, orgID, typ, raw).QueryRow(func(row pgx.Row) error { return row.Scan(&env.TS) })
+	f.envs = append(f.envs, env)
 	return env, nil
+}
+
+// Append adds every event of other; their envelopes are completed by this batch's Queue.
+func (f *Firsts) Append(other *Firsts) { f.envs = append(f.envs, other.envs...) }
+
+// Len is the number of events in the batch.
+func (f *Firsts) Len() int { return len(f.envs) }
+
+const recordFirstsSQL = `INSERT INTO run_events (run_id, seq, org_id, type, data)
+	SELECT run_id::uuid, 1, org_id::uuid, type, data
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[]) AS e(run_id, org_id, type, data)
+	RETURNING run_id::text, ts`
+
+// Queue adds the journaling of every event of the batch to a pgx batch.
+func (f *Firsts) Queue(b *pgx.Batch) {
+	if len(f.envs) == 0 {
+		return
+	}
+	runs, orgs, types, data := make([]string, len(f.envs)), make([]string, len(f.envs)),
+		make([]string, len(f.envs)), make([]string, len(f.envs))
+	byRun := make(map[string]*Envelope, len(f.envs))
+	for i, env := range f.envs {
+		runs[i], orgs[i], types[i], data[i] = env.JobID, env.OrgID, env.Type, string(env.Data)
+		byRun[env.JobID] = env
+	}
+	b.Queue(recordFirstsSQL, runs, orgs, types, data).Query(func(rows pgx.Rows) error {
+		var run string
+		var ts time.Time
+		_, err := pgx.ForEachRow(rows, []any{&run, &ts}, func() error {
+			if env := byRun[run]; env != nil {
+				env.TS = ts
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("journaling the first events of %d runs: %w", len(f.envs), err)
+		}
+		return nil
+	})
 }
 
 // Publisher publishes journaled events on Redis.

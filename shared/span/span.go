@@ -160,23 +160,58 @@ func (sb *Batch) Add(s *Span) error {
 		provider, model = &b.Provider, &b.Model
 		in, out, cached, cost = &b.TokensIn, &b.TokensOut, &b.TokensCached, &b.CostUSD
 	}
+	sb.put(spanRow{id: s.ID, runID: s.RunID, orgID: s.OrgID, traceID: s.TraceID,
+		chainID: optional(s.ChainID), parentID: optional(s.ParentID), typ: string(s.Type), name: s.Name,
+		status: string(s.Status), started: s.StartedAt, ended: ended, attrs: string(attrs),
+		provider: provider, model: model, in: in, out: out, cached: cached, cost: cost})
+	return nil
+}
+
+// Append adds the spans of other, as Add would have added each: one already in the batch
+// takes other's state.
+func (sb *Batch) Append(other *Batch) {
+	for j := range other.cols.id {
+		sb.put(other.row(j))
+	}
+}
+
+// spanRow is one span of a batch, encoded.
+type spanRow struct {
+	id, runID, orgID, traceID, typ, name, status string
+	chainID, parentID, provider, model           *string
+	started                                      time.Time
+	ended                                        *time.Time
+	attrs                                        string
+	in, out, cached                              *int64
+	cost                                         *float64
+}
+
+// put adds a span, or updates the state of one the batch already has.
+func (sb *Batch) put(r spanRow) {
 	if sb.index == nil {
 		sb.index = map[string]int{}
 	}
 	c := &sb.cols
-	if i, ok := sb.index[s.ID]; ok {
-		c.status[i], c.ended[i], c.attrs[i] = string(s.Status), ended, string(attrs)
-		c.provider[i], c.model[i], c.in[i], c.out[i], c.cached[i], c.cost[i] = provider, model, in, out, cached, cost
-		return nil
+	if i, ok := sb.index[r.id]; ok {
+		c.status[i], c.ended[i], c.attrs[i] = r.status, r.ended, r.attrs
+		c.provider[i], c.model[i], c.in[i], c.out[i], c.cached[i], c.cost[i] = r.provider, r.model, r.in, r.out, r.cached, r.cost
+		return
 	}
-	sb.index[s.ID] = len(c.id)
-	c.id, c.runID, c.orgID, c.traceID = append(c.id, s.ID), append(c.runID, s.RunID), append(c.orgID, s.OrgID), append(c.traceID, s.TraceID)
-	c.chainID, c.parentID = append(c.chainID, optional(s.ChainID)), append(c.parentID, optional(s.ParentID))
-	c.typ, c.name, c.status = append(c.typ, string(s.Type)), append(c.name, s.Name), append(c.status, string(s.Status))
-	c.started, c.ended, c.attrs = append(c.started, s.StartedAt), append(c.ended, ended), append(c.attrs, string(attrs))
-	c.provider, c.model = append(c.provider, provider), append(c.model, model)
-	c.in, c.out, c.cached, c.cost = append(c.in, in), append(c.out, out), append(c.cached, cached), append(c.cost, cost)
-	return nil
+	sb.index[r.id] = len(c.id)
+	c.id, c.runID, c.orgID, c.traceID = append(c.id, r.id), append(c.runID, r.runID), append(c.orgID, r.orgID), append(c.traceID, r.traceID)
+	c.chainID, c.parentID = append(c.chainID, r.chainID), append(c.parentID, r.parentID)
+	c.typ, c.name, c.status = append(c.typ, r.typ), append(c.name, r.name), append(c.status, r.status)
+	c.started, c.ended, c.attrs = append(c.started, r.started), append(c.ended, r.ended), append(c.attrs, r.attrs)
+	c.provider, c.model = append(c.provider, r.provider), append(c.model, r.model)
+	c.in, c.out, c.cached, c.cost = append(c.in, r.in), append(c.out, r.out), append(c.cached, r.cached), append(c.cost, r.cost)
+}
+
+func (sb *Batch) row(j int) spanRow {
+	c := &sb.cols
+	return spanRow{id: c.id[j], runID: c.runID[j], orgID: c.orgID[j], traceID: c.traceID[j], chainID: c.chainID[j],
+		parentID: c.parentID[j], typ: c.typ[j], name: c.name[j], status: c.status[j], started: c.started[j],
+		ended: c.ended[j], attrs: c.attrs[j], provider: c.provider[j], model: c.model[j], in: c.in[j],
+		out: c.out[j], cached: c.cached[j], cost: c.cost[j]}
 }
 
 // Len is the number of spans in the batch.

@@ -10,15 +10,22 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// NewOrg inserts an organisation and returns its id.
+func NewOrg(t testing.TB, pool *pgxpool.Pool) (orgID string) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), `INSERT INTO orgs (slug, name) VALUES ($1, 'Test') RETURNING id`,
+		"o"+uuid.NewString()[:8]).Scan(&orgID); err != nil {
+		t.Fatalf("inserting an organisation: %v", err)
+	}
+	return orgID
+}
+
 // NewRun inserts an organisation of its own and one llm_only run of it in the given status,
 // and returns the run's id and the organisation's.
 func NewRun(t testing.TB, pool *pgxpool.Pool, status string) (runID, orgID string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := pool.QueryRow(ctx, `INSERT INTO orgs (slug, name) VALUES ($1, 'Test') RETURNING id`,
-		"o"+uuid.NewString()[:8]).Scan(&orgID); err != nil {
-		t.Fatalf("inserting an organisation: %v", err)
-	}
+	orgID = NewOrg(t, pool)
 	runID = uuid.NewString()
 	if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
 		execution_type, queue, status, payload) VALUES ($1, $2, $3, 'x', 1, '{}', 'llm_only', 'default', $4, '{}')`,

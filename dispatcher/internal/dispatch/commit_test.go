@@ -5,64 +5,101 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/span"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
-func orgBatch(slug string) *pgx.Batch {
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO orgs (slug, name) VALUES ($1, $1)`, slug)
-	return b
+// dispatchRows are the rows of one accepted dispatch of orgID, as record writes them.
+func dispatchRows(t *testing.T, orgID, idempotencyKey string) (*rows, *event.Envelope) {
+	t.Helper()
+	id, trace := uuid.NewString(), uuid.NewString()
+	var w rows
+	w.runs.Add(store.NewRun{ID: id, OrgID: orgID, TraceID: trace, JobType: "noop", SkillVersion: 1,
+		SkillSnapshot: []byte(`{}`), ExecutionType: "llm_only", Queue: "default", Priority: "normal",
+		Status: "queued", Payload: []byte(`{"n":1}`), IdempotencyKey: idempotencyKey})
+	root := span.Start(id, orgID, trace, "", span.Dispatch, "dispatch noop")
+	root.ID = id
+	require.NoError(t, w.spans.Add(root.End(span.OK)))
+	gov := span.Start(id, orgID, trace, id, span.GovernanceCheck, "governance")
+	require.NoError(t, w.spans.Add(gov.End(span.OK)))
+	env, err := w.events.Add(id, orgID, event.JobQueued, map[string]any{"queue": "default"})
+	require.NoError(t, err)
+	return &w, env
 }
 
 func TestGroupFailureStaysWithItsDispatch(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
 	ctx := context.Background()
+	orgID := testkit.NewOrg(t, pool)
 	c := &committer{db: pool}
+	first, firstEnv := dispatchRows(t, orgID, "")
+	orphan, _ := dispatchRows(t, uuid.NewString(), "") // no such organisation: its run breaks the foreign key
+	third, thirdEnv := dispatchRows(t, orgID, "")
 	group := []*pendingRecord{
-		{ctx: ctx, b: orgBatch("first-org"), done: make(chan error, 1)},
-		{ctx: ctx, b: orgBatch("Not A Valid Slug"), done: make(chan error, 1)},
-		{ctx: ctx, b: orgBatch("third-org"), done: make(chan error, 1)},
+		{ctx: ctx, rows: first, done: make(chan error, 1)},
+		{ctx: ctx, rows: orphan, done: make(chan error, 1)},
+		{ctx: ctx, rows: third, done: make(chan error, 1)},
 	}
 	c.write(group)
 	require.NoError(t, <-group[0].done)
-	require.Error(t, <-group[1].done, "the slug check fails this one only")
+	require.Error(t, <-group[1].done, "the organisation's foreign key fails this one only")
 	require.NoError(t, <-group[2].done)
-	var n int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM orgs WHERE slug IN ('first-org', 'third-org')`).Scan(&n))
-	require.Equal(t, 2, n)
+	var runs, spans, events int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM spans),
+		(SELECT count(*) FROM run_events)`).Scan(&runs, &spans, &events))
+	require.Equal(t, []int{2, 4, 2}, []int{runs, spans, events})
+	require.False(t, firstEnv.TS.IsZero(), "the envelope carries its journaled time")
+	require.False(t, thirdEnv.TS.IsZero())
 }
 
 func TestConcurrentCommitsAllLand(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
 	ctx := context.Background()
+	orgID := testkit.NewOrg(t, pool)
 	var c committer
 	defer c.stop()
+	const n = 200
 	var wg sync.WaitGroup
-	errs := make([]error, 200)
-	for i := range 200 {
-		wg.Go(func() { errs[i] = c.commit(ctx, pool, orgBatch("org-"+string(rune('a'+i%26))+"-"+itoa(i))) })
+	errs := make([]error, n)
+	envs := make([]*event.Envelope, n)
+	for i := range n {
+		w, env := dispatchRows(t, orgID, "")
+		envs[i] = env
+		wg.Go(func() { errs[i] = c.commit(ctx, pool, w) })
 	}
 	wg.Wait()
-	for _, err := range errs {
+	for i, err := range errs {
 		require.NoError(t, err)
+		var journaled int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1 AND seq = 1 AND ts = $2`,
+			envs[i].JobID, envs[i].TS).Scan(&journaled))
+		require.Equal(t, 1, journaled, "event %d carries the time it was journaled with", i)
 	}
-	var n int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM orgs`).Scan(&n))
-	require.Equal(t, 200, n)
+	var runs, spans int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM spans)`).Scan(&runs, &spans))
+	require.Equal(t, []int{n, 2 * n}, []int{runs, spans})
 }
 
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
+func TestTakenIdempotencyKeyWritesNothing(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	orgID := testkit.NewOrg(t, pool)
+	first, _ := dispatchRows(t, orgID, "key-1")
+	require.Equal(t, -1, first.runs.Inserted(), "nothing ran yet")
+	require.NoError(t, first.write(ctx, pool))
+	require.Equal(t, 1, first.runs.Inserted())
+	second, _ := dispatchRows(t, orgID, "key-1")
+	require.Error(t, second.write(ctx, pool), "the rows after the skipped run roll back")
+	require.Equal(t, 0, second.runs.Inserted(), "the second run with the key is skipped")
+	var runs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&runs))
+	require.Equal(t, 1, runs)
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
@@ -272,18 +271,16 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		root.Set("batch_id", opts.BatchID)
 	}
 
-	var inserted bool
-	b := &pgx.Batch{}
-	store.QueueInsertRun(b, store.NewRun{
+	var w rows
+	w.runs.Add(store.NewRun{
 		ID: rec.runID, OrgID: p.OrgID, TraceID: rec.traceID, JobType: req.JobType, SkillID: sk.ID,
 		SkillVersion: sk.Version, SkillSnapshot: snapshot, ExecutionType: sk.ExecutionType,
 		Queue: sk.Queue, Priority: string(priority), Status: string(status), UserID: req.UserID,
 		Payload: req.Payload, Metadata: metadata, CallbackURL: req.CallbackURL,
 		IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD, HoldReasons: reasons,
 		AuditFlagged: verdict.AuditFlagged, BatchID: opts.BatchID,
-	}, &inserted)
-	var spans span.Batch
-	if err := spans.Add(root.End(span.OK)); err != nil {
+	})
+	if err := w.spans.Add(root.End(span.OK)); err != nil {
 		return rec, err
 	}
 	// One governance_check span records the whole decision, each check an entry of its
@@ -309,31 +306,25 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		if outcome == "hold" {
 			st = span.Error
 		}
-		if err := spans.Add(gs.End(st)); err != nil {
+		if err := w.spans.Add(gs.End(st)); err != nil {
 			return rec, err
 		}
 	}
-	spans.Queue(b)
 	typ, data := event.JobQueued, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
 		"priority": priority, "trace_id": rec.traceID, "audit_flagged": verdict.AuditFlagged}
 	if status == run.HeldForReview {
 		typ, data = event.JobHeld, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
 			"priority": priority, "trace_id": rec.traceID, "reasons": verdict.Reasons}
 	}
-	env, err := event.QueueRecordFirst(b, rec.runID, p.OrgID, typ, data)
+	env, err := w.events.Add(rec.runID, p.OrgID, typ, data)
 	if err != nil {
 		return rec, err
 	}
-	// A batch without explicit transaction control runs as one implicit transaction (one
-	// Sync for the whole pipeline): all of it or none of it, in a single round trip. Without an
-	// idempotency key (which may conflict, by design) it shares the transaction with other
-	// dispatches arriving at the same moment.
+	// Without an idempotency key (which may conflict, by design) the rows share a transaction
+	// with those of other dispatches arriving at the same moment.
 	if req.IdempotencyKey == "" {
-		err = s.group.commit(ctx, s.DB, b)
-	} else {
-		err = s.DB.SendBatch(ctx, b).Close()
-	}
-	if !inserted && req.IdempotencyKey != "" {
+		err = s.group.commit(ctx, s.DB, &w)
+	} else if err = w.write(ctx, s.DB); w.runs.Inserted() == 0 {
 		return rec, store.ErrDuplicate
 	}
 	if err != nil {

@@ -49,50 +49,102 @@ type NewRun struct {
 	BatchID        string
 }
 
-const insertRunSQL = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_id, skill_version,
+// insertRunsSQL inserts a batch of new runs, column by column. Ids travel as text: pgx has
+// no binary encoding of a []string as uuid[]. A run whose idempotency key its organisation
+// already used is skipped (the statement's row count tells).
+const insertRunsSQL = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_id, skill_version,
 		skill_snapshot, execution_type, queue, priority, status, user_id, payload, metadata, callback_url,
 		idempotency_key, hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id, queued_at,
 		event_seq)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-		CASE WHEN $11 = 'queued' THEN now() END, 1)
-	ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-	RETURNING id`
+	SELECT id::uuid, org_id::uuid, trace_id::uuid, job_type, skill_id::uuid, skill_version, skill_snapshot,
+		execution_type, queue, priority, status, user_id, payload, metadata, callback_url, idempotency_key,
+		hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id::uuid,
+		CASE WHEN status = 'queued' THEN now() END, 1
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::text[],
+		$9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::jsonb[], $15::text[], $16::text[],
+		$17::jsonb[], $18::bool[], $19::numeric[], $20::timestamptz[], $21::text[])
+		AS r(id, org_id, trace_id, job_type, skill_id, skill_version, skill_snapshot, execution_type, queue,
+			priority, status, user_id, payload, metadata, callback_url, idempotency_key, hold_reasons,
+			audit_flagged, cost_ceiling_usd, deadline_at, batch_id)
+	ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
-func insertRunArgs(r NewRun) []any {
-	var idem, batch any
-	if r.IdempotencyKey != "" {
-		idem = r.IdempotencyKey
-	}
-	if r.BatchID != "" {
-		batch = r.BatchID
-	}
+// RunBatch collects new runs for one insert statement: the dispatcher writes every run
+// accepted at the same moment with one statement, not one each. Each run starts with
+// event_seq 1: journal its first event with event.Firsts in the same transaction.
+type RunBatch struct {
+	id, orgID, traceID, jobType, executionType, queue, priority, status []string
+	userID, callbackURL                                                 []string
+	skillID, idempotencyKey, batchID                                    []*string
+	skillVersion                                                        []int32
+	snapshot, payload, metadata, holdReasons                            []string
+	auditFlagged                                                        []bool
+	costCeiling                                                         []*float64
+	deadline                                                            []*time.Time
+	written                                                             int // runs written + 1; 0 until the statement ran
+}
+
+// Add appends a run to the batch.
+func (rb *RunBatch) Add(r NewRun) {
 	if r.HoldReasons == nil {
 		r.HoldReasons = json.RawMessage("[]")
 	}
 	if r.Metadata == nil {
 		r.Metadata = json.RawMessage("{}")
 	}
-	return []any{r.ID, r.OrgID, r.TraceID, r.JobType, r.SkillID, r.SkillVersion, r.SkillSnapshot, r.ExecutionType,
-		r.Queue, r.Priority, r.Status, r.UserID, r.Payload, r.Metadata, r.CallbackURL, idem,
-		r.HoldReasons, r.AuditFlagged, r.CostCeilingUSD, r.Deadline, batch}
+	rb.id, rb.orgID, rb.traceID = append(rb.id, r.ID), append(rb.orgID, r.OrgID), append(rb.traceID, r.TraceID)
+	rb.jobType, rb.skillID = append(rb.jobType, r.JobType), append(rb.skillID, optional(r.SkillID))
+	rb.skillVersion = append(rb.skillVersion, int32(r.SkillVersion))
+	rb.snapshot, rb.executionType = append(rb.snapshot, string(r.SkillSnapshot)), append(rb.executionType, r.ExecutionType)
+	rb.queue, rb.priority, rb.status = append(rb.queue, r.Queue), append(rb.priority, r.Priority), append(rb.status, r.Status)
+	rb.userID, rb.payload = append(rb.userID, r.UserID), append(rb.payload, string(r.Payload))
+	rb.metadata, rb.callbackURL = append(rb.metadata, string(r.Metadata)), append(rb.callbackURL, r.CallbackURL)
+	rb.idempotencyKey, rb.holdReasons = append(rb.idempotencyKey, optional(r.IdempotencyKey)), append(rb.holdReasons, string(r.HoldReasons))
+	rb.auditFlagged, rb.costCeiling = append(rb.auditFlagged, r.AuditFlagged), append(rb.costCeiling, r.CostCeilingUSD)
+	rb.deadline, rb.batchID = append(rb.deadline, r.Deadline), append(rb.batchID, optional(r.BatchID))
 }
 
-// QueueInsertRun adds the insert of a new run to a batch. The run starts with event_seq 1:
-// queue its first event with event.QueueRecordFirst in the same batch. *inserted is set when
-// the batch runs: false means the organisation already has a run with the same idempotency key and
-// nothing was written (statements queued after it then fail, and the transaction must be
-// rolled back).
-func QueueInsertRun(b *pgx.Batch, r NewRun, inserted *bool) {
-	b.Queue(insertRunSQL, insertRunArgs(r)...).QueryRow(func(row pgx.Row) error {
-		var id string
-		err := row.Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			*inserted = false
-			return ErrDuplicate
-		}
-		*inserted = err == nil
-		return err
+// Append adds every run of other to the batch.
+func (rb *RunBatch) Append(other *RunBatch) {
+	rb.id, rb.orgID, rb.traceID = append(rb.id, other.id...), append(rb.orgID, other.orgID...), append(rb.traceID, other.traceID...)
+	rb.jobType, rb.skillID = append(rb.jobType, other.jobType...), append(rb.skillID, other.skillID...)
+	rb.skillVersion = append(rb.skillVersion, other.skillVersion...)
+	rb.snapshot, rb.executionType = append(rb.snapshot, other.snapshot...), append(rb.executionType, other.executionType...)
+	rb.queue, rb.priority, rb.status = append(rb.queue, other.queue...), append(rb.priority, other.priority...), append(rb.status, other.status...)
+	rb.userID, rb.payload = append(rb.userID, other.userID...), append(rb.payload, other.payload...)
+	rb.metadata, rb.callbackURL = append(rb.metadata, other.metadata...), append(rb.callbackURL, other.callbackURL...)
+	rb.idempotencyKey, rb.holdReasons = append(rb.idempotencyKey, other.idempotencyKey...), append(rb.holdReasons, other.holdReasons...)
+	rb.auditFlagged, rb.costCeiling = append(rb.auditFlagged, other.auditFlagged...), append(rb.costCeiling, other.costCeiling...)
+	rb.deadline, rb.batchID = append(rb.deadline, other.deadline...), append(rb.batchID, other.batchID...)
+}
+
+// Len is the number of runs in the batch.
+func (rb *RunBatch) Len() int { return len(rb.id) }
+
+// Queue adds the insert of every run of the batch to a pgx batch. Once the pgx batch has
+// run, Inserted tells how many were written; fewer than Len means an idempotency key was
+// taken, nothing of that run was written, and the statements after it fail (roll back).
+func (rb *RunBatch) Queue(b *pgx.Batch) {
+	rb.written = 0
+	if rb.Len() == 0 {
+		return
+	}
+	b.Queue(insertRunsSQL, rb.id, rb.orgID, rb.traceID, rb.jobType, rb.skillID, rb.skillVersion, rb.snapshot,
+		rb.executionType, rb.queue, rb.priority, rb.status, rb.userID, rb.payload, rb.metadata, rb.callbackURL,
+		rb.idempotencyKey, rb.holdReasons, rb.auditFlagged, rb.costCeiling, rb.deadline, rb.batchID,
+	).Exec(func(tag pgconn.CommandTag) error {
+		rb.written = int(tag.RowsAffected()) + 1
+		return nil
 	})
+}
+
+// Inserted is how many runs the statement Queue added wrote, -1 until it has run.
+func (rb *RunBatch) Inserted() int { return rb.written - 1 }
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ErrDuplicate is returned when an idempotency key is taken.
