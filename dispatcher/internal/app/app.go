@@ -52,6 +52,7 @@ type App struct {
 
 	client    *asynq.Client
 	inspector *asynq.Inspector
+	events    *event.Background
 }
 
 // New builds the dispatcher; call Start.
@@ -60,8 +61,11 @@ func New(o Options) *App {
 	inspector := asynq.NewInspector(o.Asynq)
 	reg := registry.New(o.DB, o.Log)
 	tracker := &queueinfo.Tracker{Inspector: inspector, Redis: o.Redis, Log: o.Log}
+	// Events are journaled before a request answers; publishing them to live subscribers
+	// happens in the background, many per round trip.
+	events := event.NewBackground(&event.Publisher{Redis: o.Redis}, o.Log)
 	svc := &dispatch.Service{
-		DB: o.DB, Queue: client, Tasks: inspector, Events: &event.Publisher{Redis: o.Redis}, Log: o.Log,
+		DB: o.DB, Queue: client, Tasks: inspector, Events: events, Log: o.Log,
 		Registry: reg, Limiter: ratelimit.New(o.Redis), Queues: tracker,
 		Governor:  &governance.Governor{Quota: &governance.StoreQuota{DB: o.DB}},
 		Retention: o.TaskRetention, Resolver: o.Resolver,
@@ -74,7 +78,7 @@ func New(o Options) *App {
 		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Log: o.Log,
 			Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
 		Callbacks: &callback.Sender{DB: o.DB, Log: o.Log, Every: o.CallbackEvery, Resolver: o.Resolver},
-		client:    client, inspector: inspector,
+		client:    client, inspector: inspector, events: events,
 	}
 }
 
@@ -96,6 +100,7 @@ func (a *App) Stop() {
 	a.Server.CloseLive() // WebSocket clients: hijacked, so http.Server.Shutdown leaves them open
 	a.Callbacks.Stop()
 	a.Reconciler.Stop()
+	a.events.Close() // what the stopped components journaled is published before Redis closes
 	a.Queues.Stop()
 	a.Registry.Stop()
 	_ = a.client.Close()

@@ -49,7 +49,7 @@ type Service struct {
 	DB        *pgxpool.Pool
 	Queue     Enqueuer
 	Tasks     Tasks
-	Events    *event.Publisher
+	Events    Publisher
 	Registry  *registry.Cache
 	Limiter   *ratelimit.Limiter
 	Governor  *governance.Governor
@@ -62,6 +62,12 @@ type Service struct {
 	Resolver netguard.Resolver
 
 	group committer
+}
+
+// Publisher sends journaled events to live subscribers: event.Publisher, or event.Background
+// to keep the Pub/Sub round trip off the request's path.
+type Publisher interface {
+	Publish(ctx context.Context, envs ...event.Envelope) error
 }
 
 // Close stops the group committer once what it holds is written; call it after the HTTP
