@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/switchyard-ai/switchyard/shared/ids"
 )
 
 // Type is one of the closed list of span types of ARCHITECTURE.md.
@@ -80,7 +80,7 @@ type Span struct {
 // Start returns a new running span.
 func Start(runID, orgID, traceID, parentID string, typ Type, name string) *Span {
 	return &Span{
-		ID: uuid.NewString(), RunID: runID, OrgID: orgID, TraceID: traceID, ParentID: parentID,
+		ID: ids.New(), RunID: runID, OrgID: orgID, TraceID: traceID, ParentID: parentID,
 		Type: typ, Name: name, Status: Running, StartedAt: time.Now().UTC(), Attributes: map[string]any{},
 	}
 }

@@ -27,12 +27,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/load"
+	"github.com/switchyard-ai/switchyard/shared/ids"
 )
 
 func main() {
@@ -79,10 +79,10 @@ func main() {
 	defer cleanup(insp, pool)
 
 	floor := func(ctx context.Context) error {
-		id := uuid.NewString()
+		id := ids.New() // as the dispatcher makes them
 		if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
 			execution_type, queue, status, payload) VALUES ($1, $2, $3, 'bench_floor', 1, '{}', 'llm_only', 'bench', 'queued',
-			'{"prompt":"x"}')`, id, orgID, uuid.NewString()); err != nil {
+			'{"prompt":"x"}')`, id, orgID, ids.New()); err != nil {
 			return err
 		}
 		_, err := aq.EnqueueContext(ctx, asynq.NewTask("run:execute", []byte(`{}`), asynq.TaskID(id), asynq.Queue("benchfloor:normal")))
@@ -101,11 +101,12 @@ func main() {
 	load.Run(ctx, 200, 2*time.Second, *inflight, floor)
 	load.Run(ctx, 200, 2*time.Second, *inflight, dispatch)
 
-	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s %10s %6s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max", "errors", "cpu/op", "steal")
+	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s %10s %6s %8s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max",
+		"errors", "cpu/op", "steal", "wal/op")
 	best := 0.0
 	for _, rate := range rates {
-		f, fcpu := measured(func() load.Result { return load.Run(ctx, rate, *dur, *inflight, floor) })
-		d, dcpu := measured(func() load.Result { return load.Run(ctx, rate, *dur, *inflight, dispatch) })
+		f, fcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, *dur, *inflight, floor) })
+		d, dcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, *dur, *inflight, dispatch) })
 		print("floor", f, fcpu)
 		print("dispatch", d, dcpu)
 		fmt.Printf("%-9s %-8.0f ratio dispatch/floor: p50 %.2fx  p99 %.2fx  machine CPU per op %.2fx\n", "", rate,
@@ -118,32 +119,42 @@ func main() {
 	fmt.Printf("highest sustained dispatch rate (all ok, ≥98%% of target, p99 ≤ %s): %.0f/s\n", *maxP99, best)
 }
 
-// measured runs one load and reads the whole machine's CPU use over it (every process: the
-// stack, Postgres, Redis and this load generator), which steal from neighbours does not
-// inflate the way it inflates latency.
-func measured(run func() load.Result) (load.Result, hostcpu.Usage) {
+// usage is what one load cost: the whole machine's CPU (every process: the stack, Postgres,
+// Redis and this load generator), which steal from neighbours does not inflate the way it
+// inflates latency, and the write-ahead log Postgres wrote (every write the machine's disk
+// must take, full-page images included).
+type usage struct {
+	cpu      hostcpu.Usage
+	walBytes int64
+}
+
+func measured(pool *pgxpool.Pool, run func() load.Result) (load.Result, usage) {
+	wal := func() int64 {
+		var n int64
+		_ = pool.QueryRow(context.Background(), `SELECT wal_bytes::bigint FROM pg_stat_wal`).Scan(&n)
+		return n
+	}
 	c0, err0 := hostcpu.Read()
+	w0 := wal()
 	r := run()
 	c1, err1 := hostcpu.Read()
-	if err0 != nil || err1 != nil {
-		return r, hostcpu.Usage{}
+	u := usage{walBytes: wal() - w0}
+	if err0 == nil && err1 == nil {
+		u.cpu = c1.Since(c0)
 	}
-	return r, c1.Since(c0)
+	return r, u
 }
 
 // perOp is milliseconds of machine CPU per completed operation.
-func perOp(u hostcpu.Usage, r load.Result) float64 {
-	n := r.Achieved * r.Elapsed.Seconds()
-	if n == 0 {
-		return 0
-	}
-	return u.BusySeconds * 1000 / n
-}
+func perOp(u usage, r load.Result) float64 { return u.cpu.BusySeconds * 1000 / ops(r) }
 
-func print(name string, r load.Result, u hostcpu.Usage) {
+func ops(r load.Result) float64 { return max(r.Achieved*r.Elapsed.Seconds(), 1) }
+
+func print(name string, r load.Result, u usage) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
-	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d %8.2fms %5.1f%%\n", name, r.Rate, r.Achieved, ms(r.Latency.P50),
-		ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max), r.Errors, perOp(u, r), u.Steal*100)
+	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d %8.2fms %5.1f%% %6.1fKB\n", name, r.Rate, r.Achieved,
+		ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max), r.Errors, perOp(u, r),
+		u.cpu.Steal*100, float64(u.walBytes)/1024/ops(r))
 }
 
 func ratio(a, b time.Duration) float64 {

@@ -7,10 +7,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/ids"
 )
 
 // MaxBatch is the most items one batch may hold.
@@ -40,7 +39,7 @@ type BatchResult struct {
 
 // DispatchBatch dispatches every item on its own: one bad item never fails the others.
 func (s *Service) DispatchBatch(ctx context.Context, p auth.Principal, v *Validator, req BatchRequest) (BatchResult, error) {
-	res := BatchResult{BatchID: uuid.NewString(), Items: make([]BatchItem, len(req.Items))}
+	res := BatchResult{BatchID: ids.New(), Items: make([]BatchItem, len(req.Items))}
 	if _, err := s.DB.Exec(ctx, `INSERT INTO batches (id, org_id, size) VALUES ($1, $2, $3)`,
 		res.BatchID, p.OrgID, len(req.Items)); err != nil {
 		return res, dbError(err)

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/ids"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -253,7 +253,7 @@ type recorded struct {
 // transaction and one round trip.
 func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk skill.Skill, priority run.Priority,
 	status run.Status, verdict governance.Result, opts Options, started time.Time) (recorded, error) {
-	rec := recorded{runID: uuid.NewString(), traceID: uuid.NewString()}
+	rec := recorded{runID: ids.New(), traceID: ids.New()}
 	snapshot, err := json.Marshal(sk)
 	if err != nil {
 		return rec, err
