@@ -22,9 +22,11 @@ import (
 // pushed onto any of them since, the next dequeue waits until Redis reports a push onto one
 // of the queue's pending lists (keyspace notifications, so every producer counts: the
 // dispatcher, asynq's forwarder of retries and scheduled tasks, dead-worker recovery), or at
-// most maxWait — at the start of a look only (hook). A push therefore starts the dequeue at once instead of after the rest of a
-// poll interval. While the subscription is not established, nothing waits: asynq polls as
-// it would without the hook.
+// most maxWait — at the start of a look only (hook). A push therefore starts the dequeue at
+// once instead of after the rest of a poll interval. wakeup subscribes to the pending lists
+// of the queues this process serves, not to every queue's: pushes for other executors' queues
+// cost it nothing. Until Redis has confirmed the subscription of every tier of a queue,
+// that queue does not wait: asynq polls it as it would without the hook.
 type wakeup struct {
 	maxWait time.Duration
 	log     *slog.Logger
@@ -32,8 +34,9 @@ type wakeup struct {
 	stopped sync.Once
 
 	mu     sync.Mutex
-	live   bool             // subscribed: pushes are being reported
 	byTier map[string]*gate // tier queue name → its named queue's gate
+	ps     *redis.PubSub    // the subscription to the tiers' keyspace events, once following
+	prefix string           // "__keyspace@<db>__:"
 }
 
 // gate is one named queue's idle state across its tiers.
@@ -42,24 +45,45 @@ type gate struct {
 	// pushes counts the pushes reported per tier; emptyAt is 1 + the count at which the tier
 	// was last found empty (0: not known empty). A tier is idle while the two agree.
 	pushes, emptyAt map[string]uint64
-	wake            chan struct{} // closed (and replaced) on every push onto any tier
+	subscribed      map[string]bool // tiers whose pushes Redis confirmed it reports
+	wake            chan struct{}   // closed (and replaced) on every push onto any tier
 }
 
 func newWakeup(maxWait time.Duration, log *slog.Logger) *wakeup {
 	return &wakeup{maxWait: maxWait, log: log, stop: make(chan struct{}), byTier: map[string]*gate{}}
 }
 
-// register makes the named queue's tiers wait when idle. Registering again is harmless.
+// register makes the named queue's tiers wait when idle, once their pushes are followed.
+// Registering again is harmless.
 func (w *wakeup) register(tiers []string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if len(tiers) == 0 || w.byTier[tiers[0]] != nil {
+		w.mu.Unlock()
 		return
 	}
-	g := &gate{tiers: tiers, pushes: map[string]uint64{}, emptyAt: map[string]uint64{}, wake: make(chan struct{})}
+	g := &gate{tiers: tiers, pushes: map[string]uint64{}, emptyAt: map[string]uint64{},
+		subscribed: map[string]bool{}, wake: make(chan struct{})}
 	for _, t := range tiers {
 		w.byTier[t] = g
 	}
+	ps, channels := w.ps, w.channels(tiers)
+	w.mu.Unlock()
+	if ps == nil {
+		return // follow subscribes to every tier registered by then
+	}
+	// A failed write is retried with every other channel when the subscription reconnects.
+	if err := ps.Subscribe(context.Background(), channels...); err != nil {
+		w.log.Warn("following pushes onto a new queue", "tiers", tiers, "error", err)
+	}
+}
+
+// channels are the keyspace channels of the tiers' pending lists. Hold w.mu.
+func (w *wakeup) channels(tiers []string) []string {
+	out := make([]string, len(tiers))
+	for i, t := range tiers {
+		out[i] = w.prefix + "asynq:{" + t + "}:pending"
+	}
+	return out
 }
 
 // close releases every waiting dequeue for good; call it before shutting the servers down.
@@ -84,7 +108,7 @@ func (w *wakeup) before(tier string) uint64 {
 		w.mu.Unlock()
 		return 0
 	}
-	if w.live && g.idle() {
+	if len(g.subscribed) == len(g.tiers) && g.idle() {
 		ch := g.wake
 		w.mu.Unlock()
 		t := time.NewTimer(w.maxWait)
@@ -144,13 +168,24 @@ func (w *wakeup) pushed(tier string) {
 	}
 }
 
-// setLive records whether pushes are being reported. Either way every queue looks again:
-// pushes made while the subscription was down were never reported.
-func (w *wakeup) setLive(live bool) {
+// followed records that Redis reports the pushes onto tier from now on; its queue looks
+// again, since pushes made before were not reported.
+func (w *wakeup) followed(tier string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.live = live
+	if g := w.byTier[tier]; g != nil {
+		g.subscribed[tier] = true
+		g.kick()
+	}
+}
+
+// lost records that pushes are no longer reported (the subscription broke): no queue waits
+// until Redis confirms its tiers again, and every queue looks again now.
+func (w *wakeup) lost() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for t, g := range w.byTier {
+		clear(g.subscribed)
 		if t == g.tiers[0] {
 			g.kick()
 		}
@@ -262,11 +297,20 @@ func tierOfPendingKey(key string) (string, bool) {
 // their blocking forms report lpush or rpush on the destination).
 var pushEvents = map[string]bool{"lpush": true, "rpush": true, "linsert": true, "lset": true}
 
-// follow subscribes to the keyspace events of every asynq pending list in Redis database db
-// and reports pushes until ctx ends.
+// follow subscribes to the keyspace events of the pending lists of every registered tier
+// (and, through register, of every tier registered later) in Redis database db and reports
+// pushes until ctx ends.
 func (w *wakeup) follow(ctx context.Context, rdb redis.UniversalClient, db int) {
-	prefix := fmt.Sprintf("__keyspace@%d__:", db)
-	ps := rdb.PSubscribe(ctx, prefix+"asynq:{*}:pending")
+	w.mu.Lock()
+	w.prefix = fmt.Sprintf("__keyspace@%d__:", db)
+	tiers := make([]string, 0, len(w.byTier))
+	for t := range w.byTier {
+		tiers = append(tiers, t)
+	}
+	ps := rdb.Subscribe(ctx, w.channels(tiers)...)
+	w.ps = ps
+	prefix := w.prefix
+	w.mu.Unlock()
 	// Receive does not return when ctx ends; closing the subscription makes it.
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
 	defer stop()
@@ -277,7 +321,7 @@ func (w *wakeup) follow(ctx context.Context, rdb redis.UniversalClient, db int) 
 			if ctx.Err() != nil {
 				return
 			}
-			w.setLive(false)
+			w.lost()
 			w.log.Warn("queue wake-ups lost; idle queues poll until they are back", "error", err)
 			select {
 			case <-ctx.Done():
@@ -288,7 +332,9 @@ func (w *wakeup) follow(ctx context.Context, rdb redis.UniversalClient, db int) 
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			w.setLive(m.Kind == "psubscribe")
+			if tier, ok := tierOfPendingKey(strings.TrimPrefix(m.Channel, prefix)); ok && m.Kind == "subscribe" {
+				w.followed(tier)
+			}
 		case *redis.Message:
 			if tier, ok := tierOfPendingKey(strings.TrimPrefix(m.Channel, prefix)); ok && pushEvents[m.Payload] {
 				w.pushed(tier)

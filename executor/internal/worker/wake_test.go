@@ -55,7 +55,7 @@ func TestIdleQueueWaitsForPushes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, db := testkit.DB(t)
-			url, _ := testkit.Redis(t)
+			url, rdb := testkit.Redis(t)
 			opt, err := redisconn.Asynq(url)
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -73,11 +73,27 @@ func TestIdleQueueWaitsForPushes(t *testing.T) {
 			if tc.idleWait > 0 {
 				w.startWakeups(ctx)
 				require.NotNil(t, w.wake, "keyspace events should be enabled on the test Redis")
-				require.Eventually(t, func() bool { w.wake.mu.Lock(); defer w.wake.mu.Unlock(); return w.wake.live },
-					5*time.Second, 10*time.Millisecond, "subscribed to pushes")
 			}
 			srv, client, err := w.newServer(spec{Name: name, Class: "cpu", Concurrency: 2}, 2)
 			require.NoError(t, err)
+			if tc.idleWait > 0 {
+				tiers := tierNames(name)
+				require.Eventually(t, func() bool {
+					w.wake.mu.Lock()
+					defer w.wake.mu.Unlock()
+					return len(w.wake.byTier[tiers[0]].subscribed) == len(tiers)
+				}, 5*time.Second, 10*time.Millisecond, "subscribed to pushes onto the queue's tiers")
+				// Only the served queue's lists are followed: pushes for other queues cost nothing.
+				prefix := fmt.Sprintf("__keyspace@%d__:", opt.DB)
+				subs, err := rdb.PubSubNumSub(ctx, prefix+"asynq:{"+tiers[0]+"}:pending",
+					prefix+"asynq:{someone-else}:pending").Result()
+				require.NoError(t, err)
+				require.Equal(t, int64(1), subs[prefix+"asynq:{"+tiers[0]+"}:pending"])
+				require.Zero(t, subs[prefix+"asynq:{someone-else}:pending"])
+				psubs, err := rdb.PubSubNumPat(ctx).Result()
+				require.NoError(t, err)
+				require.Zero(t, psubs, "no pattern subscription receives every queue's pushes")
+			}
 			var looks atomic.Int64
 			client.AddHook(countDequeues{&looks})
 			require.NoError(t, srv.Start(mux))
