@@ -72,65 +72,52 @@ const insertRunsSQL = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_i
 // accepted at the same moment with one statement, not one each. Each run starts with
 // event_seq 1: journal its first event with event.Firsts in the same transaction.
 type RunBatch struct {
-	id, orgID, traceID, jobType, executionType, queue, priority, status []string
-	userID, callbackURL                                                 []string
-	skillID, idempotencyKey, batchID                                    []*string
-	skillVersion                                                        []int32
-	snapshot, payload, metadata, holdReasons                            []string
-	auditFlagged                                                        []bool
-	costCeiling                                                         []*float64
-	deadline                                                            []*time.Time
-	written                                                             int // runs written + 1; 0 until the statement ran
+	runs    []NewRun
+	written int // runs written + 1; 0 until the statement ran
 }
 
 // Add appends a run to the batch.
-func (rb *RunBatch) Add(r NewRun) {
-	if r.HoldReasons == nil {
-		r.HoldReasons = json.RawMessage("[]")
-	}
-	if r.Metadata == nil {
-		r.Metadata = json.RawMessage("{}")
-	}
-	rb.id, rb.orgID, rb.traceID = append(rb.id, r.ID), append(rb.orgID, r.OrgID), append(rb.traceID, r.TraceID)
-	rb.jobType, rb.skillID = append(rb.jobType, r.JobType), append(rb.skillID, optional(r.SkillID))
-	rb.skillVersion = append(rb.skillVersion, int32(r.SkillVersion))
-	rb.snapshot, rb.executionType = append(rb.snapshot, string(r.SkillSnapshot)), append(rb.executionType, r.ExecutionType)
-	rb.queue, rb.priority, rb.status = append(rb.queue, r.Queue), append(rb.priority, r.Priority), append(rb.status, r.Status)
-	rb.userID, rb.payload = append(rb.userID, r.UserID), append(rb.payload, string(r.Payload))
-	rb.metadata, rb.callbackURL = append(rb.metadata, string(r.Metadata)), append(rb.callbackURL, r.CallbackURL)
-	rb.idempotencyKey, rb.holdReasons = append(rb.idempotencyKey, optional(r.IdempotencyKey)), append(rb.holdReasons, string(r.HoldReasons))
-	rb.auditFlagged, rb.costCeiling = append(rb.auditFlagged, r.AuditFlagged), append(rb.costCeiling, r.CostCeilingUSD)
-	rb.deadline, rb.batchID = append(rb.deadline, r.Deadline), append(rb.batchID, optional(r.BatchID))
-}
+func (rb *RunBatch) Add(r NewRun) { rb.runs = append(rb.runs, r) }
 
 // Append adds every run of other to the batch.
-func (rb *RunBatch) Append(other *RunBatch) {
-	rb.id, rb.orgID, rb.traceID = append(rb.id, other.id...), append(rb.orgID, other.orgID...), append(rb.traceID, other.traceID...)
-	rb.jobType, rb.skillID = append(rb.jobType, other.jobType...), append(rb.skillID, other.skillID...)
-	rb.skillVersion = append(rb.skillVersion, other.skillVersion...)
-	rb.snapshot, rb.executionType = append(rb.snapshot, other.snapshot...), append(rb.executionType, other.executionType...)
-	rb.queue, rb.priority, rb.status = append(rb.queue, other.queue...), append(rb.priority, other.priority...), append(rb.status, other.status...)
-	rb.userID, rb.payload = append(rb.userID, other.userID...), append(rb.payload, other.payload...)
-	rb.metadata, rb.callbackURL = append(rb.metadata, other.metadata...), append(rb.callbackURL, other.callbackURL...)
-	rb.idempotencyKey, rb.holdReasons = append(rb.idempotencyKey, other.idempotencyKey...), append(rb.holdReasons, other.holdReasons...)
-	rb.auditFlagged, rb.costCeiling = append(rb.auditFlagged, other.auditFlagged...), append(rb.costCeiling, other.costCeiling...)
-	rb.deadline, rb.batchID = append(rb.deadline, other.deadline...), append(rb.batchID, other.batchID...)
-}
+func (rb *RunBatch) Append(other *RunBatch) { rb.runs = append(rb.runs, other.runs...) }
 
 // Len is the number of runs in the batch.
-func (rb *RunBatch) Len() int { return len(rb.id) }
+func (rb *RunBatch) Len() int { return len(rb.runs) }
 
 // Queue adds the insert of every run of the batch to a pgx batch. Once the pgx batch has
 // run, Inserted tells how many were written; fewer than Len means an idempotency key was
 // taken, nothing of that run was written, and the statements after it fail (roll back).
 func (rb *RunBatch) Queue(b *pgx.Batch) {
 	rb.written = 0
-	if rb.Len() == 0 {
+	n := len(rb.runs)
+	if n == 0 {
 		return
 	}
-	b.Queue(insertRunsSQL, rb.id, rb.orgID, rb.traceID, rb.jobType, rb.skillID, rb.skillVersion, rb.snapshot,
-		rb.executionType, rb.queue, rb.priority, rb.status, rb.userID, rb.payload, rb.metadata, rb.callbackURL,
-		rb.idempotencyKey, rb.holdReasons, rb.auditFlagged, rb.costCeiling, rb.deadline, rb.batchID,
+	id, orgID, traceID, jobType, executionType := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	queue, priority, status, userID, callbackURL := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	snapshot, payload, metadata, holdReasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	skillID, idempotencyKey, batchID := make([]*string, n), make([]*string, n), make([]*string, n)
+	skillVersion, auditFlagged := make([]int32, n), make([]bool, n)
+	costCeiling, deadline := make([]*float64, n), make([]*time.Time, n)
+	for i, r := range rb.runs {
+		if r.HoldReasons == nil {
+			r.HoldReasons = json.RawMessage("[]")
+		}
+		if r.Metadata == nil {
+			r.Metadata = json.RawMessage("{}")
+		}
+		id[i], orgID[i], traceID[i], jobType[i], executionType[i] = r.ID, r.OrgID, r.TraceID, r.JobType, r.ExecutionType
+		queue[i], priority[i], status[i], userID[i], callbackURL[i] = r.Queue, r.Priority, r.Status, r.UserID, r.CallbackURL
+		snapshot[i], payload[i] = string(r.SkillSnapshot), string(r.Payload)
+		metadata[i], holdReasons[i] = string(r.Metadata), string(r.HoldReasons)
+		skillID[i], idempotencyKey[i], batchID[i] = optional(r.SkillID), optional(r.IdempotencyKey), optional(r.BatchID)
+		skillVersion[i], auditFlagged[i] = int32(r.SkillVersion), r.AuditFlagged
+		costCeiling[i], deadline[i] = r.CostCeilingUSD, r.Deadline
+	}
+	b.Queue(insertRunsSQL, id, orgID, traceID, jobType, skillID, skillVersion, snapshot, executionType, queue,
+		priority, status, userID, payload, metadata, callbackURL, idempotencyKey, holdReasons, auditFlagged,
+		costCeiling, deadline, batchID,
 	).Exec(func(tag pgconn.CommandTag) error {
 		rb.written = int(tag.RowsAffected()) + 1
 		return nil
