@@ -141,6 +141,7 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 		// this shared host delays both sides of the difference alike.
 		for _, t := range targets[1:] {
 			cpu0, cpuErr := hostcpu.Read()
+			proc0 := processCPU(st, t.name)
 			base, res, added := load.Paired(ctx, rate, d, 1024, targets[0].call, t.call)
 			for _, r := range []struct {
 				name string
@@ -157,6 +158,10 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 				u := cpu1.Since(cpu0)
 				fmt.Printf("rate=%6.0f/s %-7s machine busy %.0f%% of its cores, steal %.1f%%\n", rate, t.name, u.Busy*100, u.Steal*100)
 			}
+			if proc0 >= 0 && res.Latency.N > 0 {
+				fmt.Printf("rate=%6.0f/s %-7s CPU per call in the %s process: %s\n", rate, t.name, t.name,
+					ms((processCPU(st, t.name)-proc0)/time.Duration(res.Latency.N)))
+			}
 		}
 	}
 	for _, t := range targets {
@@ -165,6 +170,20 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 			float64(n)/d.Seconds(), errs, lat)
 	}
 	return nil
+}
+
+// processCPU is the CPU time the router replica has used so far, or -1 for targets whose
+// process the stack did not start (Portkey) or when /proc cannot be read.
+func processCPU(st *routerstack.Stack, target string) time.Duration {
+	pids := st.PIDs("provider-router")
+	if target != "router" || len(pids) == 0 {
+		return -1
+	}
+	d, err := hostcpu.Process(pids[0])
+	if err != nil {
+		return -1
+	}
+	return d
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d.Microseconds())/1000) }

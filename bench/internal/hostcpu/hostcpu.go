@@ -65,3 +65,31 @@ func (s Sample) Since(earlier Sample) Usage {
 		Steal:       float64(s.steal-earlier.steal) / total,
 	}
 }
+
+// Process is the CPU time (user and system) one process has used so far, from
+// /proc/<pid>/stat: what a benchmark reports per operation for the process it measures.
+func Process(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: the fields after it start past its ')'.
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat %q", pid, raw)
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat %q", pid, raw)
+	}
+	// utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+	var ticks uint64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing /proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}

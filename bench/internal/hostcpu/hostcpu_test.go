@@ -1,6 +1,7 @@
 package hostcpu
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -23,5 +24,24 @@ func TestSinceCountsBusyTime(t *testing.T) {
 	}
 	if u.Busy <= 0 || u.Busy > 1 || u.Steal < 0 || u.Steal > 1 {
 		t.Fatalf("shares out of range: %+v", u)
+	}
+}
+
+func TestProcessCountsOwnTime(t *testing.T) {
+	a, err := Process(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+	}
+	b, err := Process(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := b - a; d < 100*time.Millisecond || d > 5*time.Second { // lenient, as above
+		t.Fatalf("process used %s while spinning 0.3s", d)
+	}
+	if _, err := Process(-1); err == nil {
+		t.Fatal("no error for a process that cannot exist")
 	}
 }

@@ -145,6 +145,18 @@ func (s *Stack) start(name string, env []string, args ...string) error {
 	return nil
 }
 
+// PIDs are the process ids of the binaries started under name (e.g. "provider-router"),
+// in start order: for per-process CPU accounting (hostcpu.Process).
+func (s *Stack) PIDs(name string) []int {
+	var pids []int
+	for _, p := range s.procs {
+		if filepath.Base(p.Path) == name {
+			pids = append(pids, p.Process.Pid)
+		}
+	}
+	return pids
+}
+
 // StartSim starts sim-llm with args and returns its base URL (without /v1).
 func (s *Stack) StartSim(args ...string) (string, error) {
 	addr := FreeAddr()

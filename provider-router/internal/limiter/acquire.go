@@ -281,14 +281,19 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			timer.Stop()
 		}
 	}()
-	var expired <-chan time.Time
-	if !deadline.IsZero() {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		expired = t.C
-	}
-	lease := time.NewTicker(l.opts.LeaseTTL / 3)
-	defer lease.Stop()
+	// The deadline timer and the lease ticker start with the first wait: most calls are
+	// admitted by their first look and need neither.
+	var expired, renew <-chan time.Time
+	var expiry *time.Timer
+	var lease *time.Ticker
+	defer func() {
+		if lease != nil {
+			lease.Stop()
+		}
+		if expiry != nil {
+			expiry.Stop()
+		}
+	}()
 
 	reason, wakes := WakeNone, 0
 	// giveUp leaves the queue and returns err, joined with any failure to leave it (the
@@ -341,6 +346,14 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			}
 			refill = timer.C
 		}
+		if lease == nil {
+			lease = time.NewTicker(l.opts.LeaseTTL / 3)
+			renew = lease.C
+			if !deadline.IsZero() {
+				expiry = time.NewTimer(time.Until(deadline))
+				expired = expiry.C
+			}
+		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) && !deadline.IsZero() {
@@ -353,7 +366,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			reason = WakeNotify
 		case <-refill:
 			reason = WakeRefill
-		case <-lease.C:
+		case <-renew:
 			reason = WakeLease
 		}
 		wakes++

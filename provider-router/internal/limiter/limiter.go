@@ -65,6 +65,10 @@ type Options struct {
 	// Now, when set, replaces the Redis server's clock in the bucket arithmetic. For tests:
 	// waits are still slept on the real clock.
 	Now func() time.Time
+	// FinishLinger is how long the first Reservation.Finish of a batch waits for others
+	// to share its round trip to Redis (see settler). Default 2 ms; negative sends every
+	// finish on its own.
+	FinishLinger time.Duration
 }
 
 // Limiter admits provider calls against shared buckets. It is safe for concurrent use.
@@ -75,6 +79,8 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // waiter id -> wake signal (buffered 1)
+
+	settle settler
 
 	stopOnce sync.Once
 	pubsub   *redis.PubSub
@@ -105,7 +111,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Limiter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Limiter{rdb: rdb, opts: opts, log: log, waiters: make(map[string]chan struct{})}, nil
+	opts.FinishLinger = cmp.Or(opts.FinishLinger, 2*time.Millisecond)
+	l := &Limiter{rdb: rdb, opts: opts, log: log, waiters: make(map[string]chan struct{})}
+	l.settle = settler{l: l, linger: max(opts.FinishLinger, 0)}
+	return l, nil
 }
 
 // Start subscribes to the wake channel and returns once the subscription is live, so no
@@ -184,11 +193,7 @@ func (l *Limiter) keepMillis() int64 {
 // in Redis and a LimitSource is configured, the limits are fetched, stored (unless another
 // replica stored them first) and the script retried once.
 func (l *Limiter) runRaw(ctx context.Context, s *redis.Script, key BucketKey, args ...any) (any, error) {
-	keys := bucketKeys(key)
-	argv := make([]any, 0, len(args)+3)
-	argv = append(argv, wakeChannel, l.nowArg())
-	argv = append(argv, args...)
-	argv = append(argv, l.sourceFlag())
+	keys, argv := bucketKeys(key), l.argv(args...)
 	for attempt := 0; ; attempt++ {
 		v, err := s.Run(ctx, l.rdb, keys, argv...).Result()
 		if err != nil {
@@ -202,6 +207,14 @@ func (l *Limiter) runRaw(ctx context.Context, s *redis.Script, key BucketKey, ar
 		}
 		return v, nil
 	}
+}
+
+// argv is a bucket script's ARGV: the wake channel, the clock, args, and the source flag.
+func (l *Limiter) argv(args ...any) []any {
+	argv := make([]any, 0, len(args)+3)
+	argv = append(argv, wakeChannel, l.nowArg())
+	argv = append(argv, args...)
+	return append(argv, l.sourceFlag())
 }
 
 // run executes a bucket script whose reply is an array.

@@ -139,9 +139,11 @@ if refund then poke() else notify(h0, nil) end
 return res
 `)
 
-// Finish is Reconcile(actualTokens) followed by Release, in one round trip. Like them it
-// has an effect only the first time: after Reconcile it only releases, after Release it
-// only reconciles.
+// Finish is Reconcile(actualTokens) followed by Release, in one script that shares its
+// round trip with the finishes of other calls ending within Options.FinishLinger. Like
+// Reconcile and Release it has an effect only the first time: after Reconcile it only
+// releases, after Release it only reconciles. ctx is not consulted: the finish is sent
+// whatever happens to the caller, so a reservation is never left held.
 func (r *Reservation) Finish(ctx context.Context, actualTokens int) error {
 	if !r.released.CompareAndSwap(false, true) {
 		return r.Reconcile(ctx, actualTokens) // released already: at most the correction is left
@@ -150,10 +152,7 @@ func (r *Reservation) Finish(ctx context.Context, actualTokens int) error {
 	if r.reconciled.CompareAndSwap(false, true) {
 		d = r.Tokens - actualTokens
 	}
-	_, err := r.l.call(ctx, func(ctx context.Context) ([]any, error) {
-		return nil, r.l.runValue(ctx, finishScript, r.Key, d, r.id)
-	})
-	if err != nil {
+	if err := r.l.settle.finish(r, d); err != nil {
 		return fmt.Errorf("finishing %s: %w", r.Key, err)
 	}
 	return nil
