@@ -115,6 +115,17 @@ pid_of() {
 
 running() { pid_of "$1" >/dev/null; }
 
+# alive: the process started for a service still exists and has not exited. Unlike running,
+# it also holds in the moment after the start, while setsid or env is still exec'ing the
+# service (its command line is not the binary's yet).
+alive() {
+  local pid state
+  pid=$(cat "$pid_dir/$1.pid" 2>/dev/null) || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
 http_ok() {
   if [[ "$1" == https://* ]]; then
     # /healthz needs no client certificate, only trust in the dev CA.
@@ -212,7 +223,7 @@ wait_ready() {
   deadline=$((SECONDS + ready_timeout))
   for path in "${paths[@]}"; do
     until http_ok "$base$path"; do
-      running "$name" || fail "$name" "$name exited during start-up"
+      alive "$name" || fail "$name" "$name exited during start-up"
       [ "$SECONDS" -lt "$deadline" ] || fail "$name" "$name: $base$path did not answer 200 within ${ready_timeout}s"
       sleep 0.1
     done
