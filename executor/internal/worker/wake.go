@@ -27,6 +27,13 @@ import (
 // of the queues this process serves, not to every queue's: pushes for other executors' queues
 // cost it nothing. Until Redis has confirmed the subscription of every tier of a queue,
 // that queue does not wait: asynq polls it as it would without the hook.
+//
+// The same knowledge saves the round trips of a busy queue: asynq tries the tiers in
+// priority order on every look, so each normal-priority task cost two dequeue scripts on
+// the empty critical and high tiers before its own. A tier found empty, with no push
+// reported since, less than maxWait ago, is answered empty by the hook without asking Redis
+// (skippable). maxWait bounds what a change that reports no push — a queue unpaused —
+// can be missed for.
 type wakeup struct {
 	maxWait time.Duration
 	log     *slog.Logger
@@ -45,8 +52,9 @@ type gate struct {
 	// pushes counts the pushes reported per tier; emptyAt is 1 + the count at which the tier
 	// was last found empty (0: not known empty). A tier is idle while the two agree.
 	pushes, emptyAt map[string]uint64
-	subscribed      map[string]bool // tiers whose pushes Redis confirmed it reports
-	wake            chan struct{}   // closed (and replaced) on every push onto any tier
+	emptySeen       map[string]time.Time // when a dequeue last found the tier empty
+	subscribed      map[string]bool      // tiers whose pushes Redis confirmed it reports
+	wake            chan struct{}        // closed (and replaced) on every push onto any tier
 }
 
 func newWakeup(maxWait time.Duration, log *slog.Logger) *wakeup {
@@ -62,7 +70,7 @@ func (w *wakeup) register(tiers []string) {
 		return
 	}
 	g := &gate{tiers: tiers, pushes: map[string]uint64{}, emptyAt: map[string]uint64{},
-		subscribed: map[string]bool{}, wake: make(chan struct{})}
+		emptySeen: map[string]time.Time{}, subscribed: map[string]bool{}, wake: make(chan struct{})}
 	for _, t := range tiers {
 		w.byTier[t] = g
 	}
@@ -92,11 +100,28 @@ func (w *wakeup) close() { w.stopped.Do(func() { close(w.stop) }) }
 // idle reports whether every tier was found empty since its last push.
 func (g *gate) idle() bool {
 	for _, t := range g.tiers {
-		if e := g.emptyAt[t]; e == 0 || e-1 != g.pushes[t] {
+		if !g.empty(t) {
 			return false
 		}
 	}
 	return true
+}
+
+// empty reports whether tier was found empty since its last push.
+func (g *gate) empty(tier string) bool {
+	e := g.emptyAt[tier]
+	return e != 0 && e-1 == g.pushes[tier]
+}
+
+// skippable reports whether a dequeue on tier can be answered empty without Redis: every
+// tier of its queue is followed, and the tier was found empty less than maxWait ago with
+// no push reported since.
+func (w *wakeup) skippable(tier string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := w.byTier[tier]
+	return g != nil && len(g.subscribed) == len(g.tiers) && g.empty(tier) &&
+		time.Since(g.emptySeen[tier]) < w.maxWait
 }
 
 // before runs ahead of a dequeue on tier: it waits while the tier's queue is idle, then
@@ -154,6 +179,7 @@ func (w *wakeup) after(tier string, pushesBefore uint64, empty bool) {
 	defer w.mu.Unlock()
 	if g := w.byTier[tier]; g != nil {
 		g.emptyAt[tier] = pushesBefore + 1
+		g.emptySeen[tier] = time.Now()
 	}
 }
 
@@ -246,9 +272,15 @@ func (h *serverHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		} else {
 			n = h.w.pushes(tier)
 		}
-		err := next(ctx, cmd)
+		var err error
+		if h.w.skippable(tier) {
+			err = redis.Nil // what the script answers for an empty tier
+			cmd.SetErr(err)
+		} else {
+			err = next(ctx, cmd)
+			h.w.after(tier, n, errors.Is(err, redis.Nil))
+		}
 		empty := errors.Is(err, redis.Nil)
-		h.w.after(tier, n, empty)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.seen[tier] = empty; !empty || len(h.seen) == h.w.tierCount(tier) {
