@@ -2,9 +2,13 @@ package estimate
 
 import (
 	"context"
+	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +197,78 @@ func BenchmarkPromptTokens(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		PromptTokens(req)
+	}
+}
+
+// reactRun is the prompts of one agent run: a skill's system prompt (the same in every run),
+// the user's question, then per iteration the assistant's tool call and the tool's result,
+// the whole conversation sent on every call. run makes the question and results unique.
+func reactRun(run, iterations int) []openai.ChatCompletionRequest {
+	system := strings.Repeat("You are a careful analyst who uses tools to look things up before answering. ", 30)
+	msgs := []openai.ChatCompletionMessage{{Role: "system", Content: system},
+		{Role: "user", Content: fmt.Sprintf("Run %d: compare the quarterly figures of the three regions.", run)}}
+	var calls []openai.ChatCompletionRequest
+	for i := range iterations {
+		calls = append(calls, openai.ChatCompletionRequest{Model: "gpt-4o", Messages: slices.Clone(msgs)})
+		msgs = append(msgs,
+			openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: fmt.Sprint("c", i), Type: "function",
+				Function: openai.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"region":%d,"run":%d}`, i, run)}}}},
+			openai.ChatCompletionMessage{Role: "tool", ToolCallID: fmt.Sprint("c", i),
+				Content: strings.Repeat(fmt.Sprintf("region %d of run %d: revenue 12.%d M, costs 9.%d M; ", i, run, i, run%10), 80)})
+	}
+	return calls
+}
+
+// TestPromptTokensCachedCountIsTheCount: a text counted again is served from the cache,
+// with the count the tokenizer gave; a different text of the same length is not.
+func TestPromptTokensCachedCountIsTheCount(t *testing.T) {
+	t.Parallel()
+	a := strings.Repeat("the cat sat on the mat ", 20)
+	b := strings.Repeat("xq zv wk jf pl mn rtbs ", 20) // same length, other tokens
+	require.Equal(t, len(a), len(b))
+	c := o200k()
+	want, err := c.Count(a)
+	require.NoError(t, err)
+	require.Equal(t, want, countText(c, a))
+	require.True(t, counts.Contains(countKey{codec: c.GetName(), sum: maphash.String(countSeed, a), n: len(a)}))
+	require.Equal(t, want, countText(c, a), "served from the cache")
+	other, err := c.Count(b)
+	require.NoError(t, err)
+	require.NotEqual(t, want, other)
+	require.Equal(t, other, countText(c, b))
+	// A whole agent run counts what counting each call from scratch would.
+	for _, req := range reactRun(1, 5) {
+		n := tokensReply
+		for _, m := range req.Messages {
+			n += tokensPerMessage
+			for _, s := range []string{m.Role, m.Content} {
+				k, err := c.Count(s)
+				require.NoError(t, err)
+				n += k
+			}
+			for _, tc := range m.ToolCalls {
+				k1, _ := c.Count(tc.Function.Name)
+				k2, _ := c.Count(tc.Function.Arguments)
+				n += tokensPerMessage + k1 + k2
+			}
+			if m.ToolCallID != "" {
+				k, _ := c.Count(m.ToolCallID)
+				n += k
+			}
+		}
+		require.Equal(t, n, PromptTokens(req))
+	}
+}
+
+// BenchmarkPromptTokensReActRun counts the prompts of one five-iteration agent run (a new
+// run, so only the system prompt was seen before).
+func BenchmarkPromptTokensReActRun(b *testing.B) {
+	run := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		run++
+		for _, req := range reactRun(run, 5) {
+			PromptTokens(req)
+		}
 	}
 }
