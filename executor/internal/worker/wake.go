@@ -32,7 +32,7 @@ import (
 // priority order on every look, so each normal-priority task cost two dequeue scripts on
 // the empty critical and high tiers before its own. A tier found empty, with no push
 // reported since, less than maxWait ago, is answered empty by the hook without asking Redis
-// (skippable). maxWait bounds what a change that reports no push — a queue unpaused —
+// (before). maxWait bounds what a change that reports no push — a queue unpaused —
 // can be missed for.
 type wakeup struct {
 	maxWait time.Duration
@@ -113,27 +113,19 @@ func (g *gate) empty(tier string) bool {
 	return e != 0 && e-1 == g.pushes[tier]
 }
 
-// skippable reports whether a dequeue on tier can be answered empty without Redis: every
-// tier of its queue is followed, and the tier was found empty less than maxWait ago with
-// no push reported since.
-func (w *wakeup) skippable(tier string) bool {
+// before runs ahead of a dequeue on tier. At the start of a look (wait) it waits while the
+// tier's queue is idle. It returns the push count to hand to after, and skip: the dequeue
+// can be answered empty without Redis — every tier of the queue is followed, and this one
+// was found empty less than maxWait ago with no push reported since.
+func (w *wakeup) before(tier string, wait bool) (pushes uint64, skip bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	g := w.byTier[tier]
-	return g != nil && len(g.subscribed) == len(g.tiers) && g.empty(tier) &&
-		time.Since(g.emptySeen[tier]) < w.maxWait
-}
-
-// before runs ahead of a dequeue on tier: it waits while the tier's queue is idle, then
-// returns the push count to hand to after.
-func (w *wakeup) before(tier string) uint64 {
-	w.mu.Lock()
-	g := w.byTier[tier]
 	if g == nil {
-		w.mu.Unlock()
-		return 0
+		return 0, false
 	}
-	if len(g.subscribed) == len(g.tiers) && g.idle() {
+	followed := len(g.subscribed) == len(g.tiers)
+	if wait && followed && g.idle() {
 		ch := g.wake
 		w.mu.Unlock()
 		t := time.NewTimer(w.maxWait)
@@ -144,20 +136,10 @@ func (w *wakeup) before(tier string) uint64 {
 		}
 		t.Stop()
 		w.mu.Lock()
+		followed = len(g.subscribed) == len(g.tiers)
 	}
-	n := g.pushes[tier]
-	w.mu.Unlock()
-	return n
-}
-
-// pushes is the number of pushes reported onto tier so far.
-func (w *wakeup) pushes(tier string) uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if g := w.byTier[tier]; g != nil {
-		return g.pushes[tier]
-	}
-	return 0
+	skip = followed && g.empty(tier) && time.Since(g.emptySeen[tier]) < w.maxWait
+	return g.pushes[tier], skip
 }
 
 // tierCount is how many tiers tier's named queue has (1 for a tier never registered).
@@ -266,14 +248,9 @@ func (h *serverHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		h.mu.Lock()
 		first := len(h.seen) == 0
 		h.mu.Unlock()
-		var n uint64
-		if first {
-			n = h.w.before(tier)
-		} else {
-			n = h.w.pushes(tier)
-		}
+		n, skip := h.w.before(tier, first)
 		var err error
-		if h.w.skippable(tier) {
+		if skip {
 			err = redis.Nil // what the script answers for an empty tier
 			cmd.SetErr(err)
 		} else {
