@@ -31,7 +31,7 @@ func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 		sql  string
 		args string
 	}{
-		"claim":      {ClaimStatement("o.old"), `'` + id + `'`},
+		"claim":      {ClaimStatement("o.old"), `'` + id + `', now()`},
 		"transition": {transition, `'` + id + `', 'completed', '{running}', '{}', '{}'`},
 	} {
 		_, err := conn.Exec(ctx, `PREPARE stmt AS `+c.sql)

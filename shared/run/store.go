@@ -179,14 +179,19 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 		SELECT old, base + 1, now(), org_id FROM t`, args, nil
 }
 
-// ClaimStatement is Claim's statement ($1: the run id) with the caller's RETURNING list, in
-// which r is the claimed row (as updated) and o.old the status it had. It returns no row
-// when the run is missing, in any status but queued or running, or has a cancellation
-// pending. A worker uses it to claim a run and read it in one round trip.
+// ClaimStatement is Claim's statement ($1: the run id; $2: when the worker's handler
+// started, which becomes the run's started_at on its first claim) with the caller's
+// RETURNING list, in which r is the claimed row (as updated) and o.old the status it had.
+// It returns no row when the run is missing, in any status but queued or running, or has
+// a cancellation pending. A worker uses it to claim a run and read it in one round trip.
 // Like Transition's, it names the run's id on the updated row too.
+//
+// started_at is the handler's start, not the claim's: the run started when a worker took
+// it off the queue, and the claim's own round trip is part of executing it. Queue transit
+// (queued_at → started_at) is then the queue's, whatever the database's load.
 func ClaimStatement(returning string) string {
 	return `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
-			started_at = COALESCE(r.started_at, now()), updated_at = now()
+			started_at = COALESCE(r.started_at, $2::timestamptz), updated_at = now()
 		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
 		WHERE r.id = $1 AND r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
 		RETURNING ` + returning
@@ -199,7 +204,7 @@ func ClaimStatement(returning string) string {
 // requested, is a TransitionError.
 func Claim(ctx context.Context, db DB, runID string) (Status, error) {
 	var old Status
-	err := db.QueryRow(ctx, ClaimStatement("o.old"), runID).Scan(&old)
+	err := db.QueryRow(ctx, ClaimStatement("o.old"), runID, time.Now()).Scan(&old)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Refused(ctx, db, runID, Running)
 	}

@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,20 @@ func TestTransition(t *testing.T) {
 		from, err := run.Claim(ctx, pool, id)
 		require.NoError(t, err)
 		require.Equal(t, run.Running, from)
+	})
+
+	t.Run("started_at is when the first claiming handler started", func(t *testing.T) {
+		id := newRun(t, pool, run.Queued)
+		handlerStart := time.Now().Add(-3 * time.Second).Truncate(time.Microsecond)
+		var prev run.Status
+		require.NoError(t, pool.QueryRow(ctx, run.ClaimStatement("o.old"), id, handlerStart).Scan(&prev))
+		require.Equal(t, run.Queued, prev)
+		// A resumed attempt keeps the run's first start.
+		require.NoError(t, pool.QueryRow(ctx, run.ClaimStatement("o.old"), id, time.Now()).Scan(&prev))
+		require.Equal(t, run.Running, prev)
+		var started time.Time
+		require.NoError(t, pool.QueryRow(ctx, `SELECT started_at FROM runs WHERE id = $1`, id).Scan(&started))
+		require.True(t, handlerStart.Equal(started), "started_at %s, handler started %s", started, handlerStart)
 	})
 
 	t.Run("a missing run is ErrNotFound", func(t *testing.T) {

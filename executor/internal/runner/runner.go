@@ -52,12 +52,13 @@ type Runner struct {
 
 // HandleRun is the asynq handler of queue.TypeRun tasks.
 func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
+	started := time.Now()
 	var task queue.RunTask
 	if err := json.Unmarshal(t.Payload(), &task); err != nil {
 		return fmt.Errorf("%w: decoding run task: %v", asynq.SkipRetry, err)
 	}
 	log := r.Log.With("job_id", task.RunID, "org_id", task.OrgID)
-	rn, prev, claimed, err := claimRun(ctx, r.DB, task.RunID)
+	rn, prev, claimed, err := claimRun(ctx, r.DB, task.RunID, started)
 	if err != nil {
 		return err
 	}
