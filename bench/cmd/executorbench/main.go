@@ -2,7 +2,10 @@
 // sim-llm, provider-router, executor), bypassing the dispatcher so that only the executor's
 // costs are measured: it writes runs the way the dispatcher does and enqueues their tasks.
 //
-//	transit   enqueue -> handler start (runs.started_at), idle and under load, p50/p99
+//	transit   enqueue -> handler start (runs.started_at, stamped at the handler's entry),
+//	          idle and under load, p50/p99; under load also split at the return of the
+//	          bench's Enqueue call, beside a floor: one Redis PING from this process every
+//	          10 ms during the window
 //	overhead  handler wall time (started_at -> finished_at) minus the router call (the
 //	          llm_call span's latency_ms), per Tier 1 job
 //	load      a closed loop holding -inflight jobs in flight on a queue of that concurrency
@@ -62,9 +65,10 @@ type bench struct {
 	orgID   string
 	metrics string
 
-	mu      sync.Mutex
-	waiters map[string]chan struct{}
-	onDone  func(id string)
+	mu       sync.Mutex
+	waiters  map[string]chan struct{}
+	enqueued sync.Map // probe run id → when its Enqueue call returned
+	onDone   func(id string)
 }
 
 func main() {
@@ -185,6 +189,20 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 		}
 	})
 	time.Sleep(warmup)
+	// A floor beside the probes: one Redis round trip (PING) from this process every 10 ms
+	// during the window — the least any enqueue → handler start can take, several times over.
+	pingCtx, stopPings := context.WithCancel(ctx)
+	var pings []time.Duration
+	var pinging sync.WaitGroup
+	pinging.Go(func() {
+		for pingCtx.Err() == nil {
+			t := time.Now()
+			if b.rdb.Ping(pingCtx).Err() == nil {
+				pings = append(pings, time.Since(t))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 	var rssLoad []float64
 	base := completed.Load()
 	cpu0, cpuErr := hostcpu.Read()
@@ -210,12 +228,28 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 			u.Busy*100, u.Steal*100, u.BusySeconds*1000/float64(total),
 			(b.metric("process_cpu_seconds_total")-execCPU0)*1000/float64(total))
 	}
+	stopPings()
+	pinging.Wait()
 	stopProbes()
 	probes.Wait()
 	stopping.Store(true)
 
 	probeMu.Lock()
 	ptransit, _, _, err := b.measure(ctx, probeIDs, probeEnq)
+	// The same transit split where this bench's Enqueue call returned: the call's own
+	// share (a round trip from a process on the same busy cores) and the executor's.
+	var enqCall []time.Duration
+	probeReturned := map[string]time.Time{}
+	for _, id := range probeIDs {
+		if t, ok := b.enqueued.Load(id); ok {
+			probeReturned[id] = t.(time.Time)
+			enqCall = append(enqCall, t.(time.Time).Sub(probeEnq[id]))
+		}
+	}
+	var pAfter []time.Duration
+	if err == nil {
+		pAfter, _, _, err = b.measure(ctx, probeIDs, probeReturned)
+	}
 	probeMu.Unlock()
 	if err != nil {
 		return err
@@ -252,6 +286,9 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 	fmt.Printf("loaded transit of the load jobs (bench queue, insert -> started_at): mean %.1fms p50 %.1fms p90 %.1fms p99 %.1fms\n",
 		lt[0], lt[1], lt[2], lt[3])
 	fmt.Printf("loaded transit enqueue->handler start (default queue, during load): %s\n", stats.Summarize(ptransit))
+	fmt.Printf("loaded   of which the Enqueue call: %s\n", stats.Summarize(enqCall))
+	fmt.Printf("loaded   of which Enqueue returned->handler start: %s\n", stats.Summarize(pAfter))
+	fmt.Printf("loaded floor: one Redis round trip (PING) from this bench: %s\n", stats.Summarize(pings))
 	fmt.Printf("load   %d completed in %s: %.1f jobs/s; mean router call %.0f ms; theoretical %d/%.3fs = %.1f jobs/s; ratio %.1f%%\n",
 		total, elapsed.Round(time.Second), rate, meanLLM, inflight, meanLLM/1000, theory, 100*rate/theory)
 	fmt.Printf("load   occupancy (time inside router calls / in-flight slots × window) %.1f%%: %.0f of %.0f slot-seconds\n",
@@ -316,6 +353,9 @@ func (b *bench) submit(ctx context.Context, jobType, q string, wait bool) (strin
 	t0 := time.Now()
 	if _, err := b.client.EnqueueContext(ctx, task); err != nil {
 		return "", time.Time{}, fmt.Errorf("enqueueing: %w", err)
+	}
+	if wait {
+		b.enqueued.Store(id, time.Now())
 	}
 	if wait {
 		select {

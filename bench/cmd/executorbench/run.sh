@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Executor benchmark on its own Redis (port 56417) and database (execbench) of the test Postgres.
 # Usage: bench/cmd/executorbench/run.sh [executorbench flags]
-#   env: PGURL, POOL, LAB, SWITCHYARD_TASK_CHECK_INTERVAL; BENCH_DIR (binaries and logs, default
+#   env: PGURL, POOL, LAB, SWITCHYARD_TASK_CHECK_INTERVAL; EXEC_ENV (extra environment for the
+#   executor only, e.g. EXEC_ENV=GOMAXPROCS=8); BENCH_DIR (binaries and logs, default
 #   /tmp/executorbench); NO_BUILD=1 runs the binaries already in BENCH_DIR (e.g. a baseline
 #   built from another commit).
 set -euo pipefail
@@ -27,7 +28,7 @@ $B/sim-llm --addr 127.0.0.1:58099 --log-level warn --model 'sim-fast=output=unif
   --model "sim-large=latency=${LAB:-mix:0.95*uniform:1s-5s,0.05*uniform:20s-40s},output=uniform:10-30" > $B/sim.log 2>&1 &
 echo $! > $B/sim.pid
 SWITCHYARD_PPROF_ADDR=127.0.0.1:58061 $B/provider-router > $B/router.log 2>&1 & echo $! > $B/router.pid
-SWITCHYARD_PPROF_ADDR=127.0.0.1:58060 $B/executor > $B/executor.log 2>&1 & echo $! > $B/executor.pid
+env ${EXEC_ENV:-} SWITCHYARD_PPROF_ADDR=127.0.0.1:58060 $B/executor > $B/executor.log 2>&1 & echo $! > $B/executor.pid
 sleep 2
 $B/executorbench -metrics http://127.0.0.1:58081/metrics "$@" || true
 pids="$(cat $B/executor.pid) $(cat $B/router.pid) $(cat $B/sim.pid)"

@@ -47,6 +47,8 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each measurement")
 	conc := flag.Int("concurrency", 64, "overhead: closed-loop workers for the throughput figure")
 	portkey := flag.String("portkey", "", "overhead: command that starts Portkey's gateway (it gets --port=N --headless)")
+	aa := flag.Bool("aa", false, "overhead: also pair direct calls with direct calls (an A/A run): the added latency "+
+		"of two identical paths is what this host can resolve")
 	rpm := flag.Int("rpm", 3000, "replicas: the provider's RPM limit (sim-llm); the routers get rpm-1")
 	bin := flag.String("bin", "", "directory with provider-router and sim-llm (default: go build them)")
 	flag.Parse()
@@ -58,7 +60,7 @@ func main() {
 	defer st.Close()
 	switch *mode {
 	case "overhead":
-		err = overhead(st, *rates, *duration, *conc, *portkey)
+		err = overhead(st, *rates, *duration, *conc, *portkey, *aa)
 	case "replicas":
 		err = replicas(st, *rpm, *duration)
 	default:
@@ -96,7 +98,7 @@ func (t target) call(ctx context.Context) error {
 	return nil
 }
 
-func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, portkeyCmd string) error {
+func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, portkeyCmd string, aa bool) error {
 	ctx := context.Background()
 	simURL, err := st.StartSim("--model", "bench=latency=0,output=constant:16")
 	if err != nil {
@@ -117,6 +119,12 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 	targets := []target{
 		{"direct", simURL + "/v1/chat/completions", plain, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}},
 		{"router", routerURL + "/internal/ai/chat", st.Headers(org), st.Client(512)},
+	}
+	if aa {
+		// The same path as direct on its own connections: its "added" latency is the
+		// difference two identical calls due at the same moment show on this host.
+		targets = append(targets, target{"direct2", targets[0].url, plain,
+			&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}})
 	}
 	if portkeyCmd != "" {
 		pk, stop, err := startPortkey(portkeyCmd, simURL)
@@ -165,6 +173,9 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 		}
 	}
 	for _, t := range targets {
+		if t.name == "direct2" {
+			continue // the same as direct
+		}
 		n, errs, lat := closedLoop(t, conc, d)
 		fmt.Printf("max throughput %-7s concurrency=%d: %7.1f calls/s errors=%d %s\n", t.name, conc,
 			float64(n)/d.Seconds(), errs, lat)
