@@ -47,6 +47,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each measurement")
 	conc := flag.Int("concurrency", 64, "overhead: closed-loop workers for the throughput figure")
 	portkey := flag.String("portkey", "", "overhead: command that starts Portkey's gateway (it gets --port=N --headless)")
+	routerEnv := flag.String("router-env", "", "overhead: extra environment for the router only, space-separated (e.g. GOGC=400)")
 	aa := flag.Bool("aa", false, "overhead: also pair direct calls with direct calls (an A/A run): the added latency "+
 		"of two identical paths is what this host can resolve")
 	rpm := flag.Int("rpm", 3000, "replicas: the provider's RPM limit (sim-llm); the routers get rpm-1")
@@ -60,7 +61,7 @@ func main() {
 	defer st.Close()
 	switch *mode {
 	case "overhead":
-		err = overhead(st, *rates, *duration, *conc, *portkey, *aa)
+		err = overhead(st, *rates, *duration, *conc, *portkey, *aa, strings.Fields(*routerEnv))
 	case "replicas":
 		err = replicas(st, *rpm, *duration)
 	default:
@@ -98,7 +99,7 @@ func (t target) call(ctx context.Context) error {
 	return nil
 }
 
-func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, portkeyCmd string, aa bool) error {
+func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, portkeyCmd string, aa bool, routerEnv []string) error {
 	ctx := context.Background()
 	simURL, err := st.StartSim("--model", "bench=latency=0,output=constant:16")
 	if err != nil {
@@ -109,7 +110,7 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 	if err != nil {
 		return err
 	}
-	routerURL, err := st.StartRouter()
+	routerURL, err := st.StartRouter(routerEnv...)
 	if err != nil {
 		return err
 	}
