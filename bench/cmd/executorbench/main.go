@@ -356,8 +356,6 @@ func (b *bench) submit(ctx context.Context, jobType, q string, wait bool) (strin
 	}
 	if wait {
 		b.enqueued.Store(id, time.Now())
-	}
-	if wait {
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):

@@ -65,10 +65,10 @@ func scanRun(row pgx.Row, extra ...any) (Run, error) {
 
 // claimRun is the common pickup in one round trip: it claims a queued run (or resumes a
 // running one whose worker died) with run.Claim's statement, started being when the
-// handler started, and returns the row as it was
-// before the claim (as loadRun would have read it) with the status it had. ok is false,
-// with no error and nothing written, when the run is missing, not runnable or has a
-// cancellation pending: the caller then loads it and decides.
+// handler started, and returns the row as it was before the claim (as loadRun would have
+// read it) with the status it had. ok is false, with no error and nothing written, when
+// the run is missing, not runnable or has a cancellation pending: the caller then loads
+// it and decides.
 func claimRun(ctx context.Context, db run.DB, id string, started time.Time) (r Run, prev run.Status, ok bool, err error) {
 	r, err = scanRun(db.QueryRow(ctx, run.ClaimStatement(runColumns+", o.old"), id, started), &prev)
 	if errors.Is(err, pgx.ErrNoRows) {
