@@ -258,11 +258,11 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 	defer l.unregister(id)
 
 	enqueue := func(ctx context.Context) ([]any, error) {
-		return l.run(ctx, acquireScript, req.Key, id, req.Priority, group, req.Tokens,
+		return l.runCarrying(ctx, acquireScript, req.Key, id, req.Priority, group, req.Tokens,
 			l.opts.LeaseTTL.Microseconds(), l.opts.HoldTTL.Microseconds(), l.keepMillis())
 	}
 	attempt := func(ctx context.Context) ([]any, error) {
-		return l.run(ctx, attemptScript, req.Key, id, req.Tokens,
+		return l.runCarrying(ctx, attemptScript, req.Key, id, req.Tokens,
 			l.opts.LeaseTTL.Microseconds(), l.opts.HoldTTL.Microseconds(), l.keepMillis())
 	}
 	started := time.Now()

@@ -199,7 +199,7 @@ func (l *Limiter) runRaw(ctx context.Context, s *redis.Script, key BucketKey, ar
 		if err != nil {
 			return nil, err
 		}
-		if sl, ok := v.([]any); ok && len(sl) == 1 && toInt(sl[0]) == codeNoLimits && attempt == 0 {
+		if noLimits(v) && attempt == 0 {
 			if err := l.seedLimits(ctx, key); err != nil {
 				return nil, err
 			}
@@ -223,11 +223,41 @@ func (l *Limiter) run(ctx context.Context, s *redis.Script, key BucketKey, args 
 	if err != nil {
 		return nil, err
 	}
+	return replySlice(v)
+}
+
+// replySlice is a bucket script's reply as the array every one of them answers.
+func replySlice(v any) ([]any, error) {
 	sl, ok := v.([]any)
 	if !ok || len(sl) == 0 {
 		return nil, fmt.Errorf("unexpected script reply %v", v)
 	}
 	return sl, nil
+}
+
+// runCarrying is run for an admission's script, carrying the finishes pending at that
+// moment (up to maxCarried) in the same pipeline, ahead of the admission so the capacity
+// they return is there when it looks. At a steady rate the next admission leaves before
+// a finish's linger runs out, so finishes need no round trip of their own. Should the
+// admission's script need a second try (NOSCRIPT, limits to seed), it goes through run.
+func (l *Limiter) runCarrying(ctx context.Context, s *redis.Script, key BucketKey, args ...any) ([]any, error) {
+	batch := l.settle.take(maxCarried)
+	if len(batch) == 0 {
+		return l.run(ctx, s, key, args...)
+	}
+	pipe := l.rdb.Pipeline()
+	finishes := l.settle.queue(ctx, pipe, batch)
+	own := s.EvalSha(ctx, pipe, bucketKeys(key), l.argv(args...)...)
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	l.settle.deliver(ctx, batch, finishes)
+	v, err := own.Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") || noLimits(v) {
+		return l.run(ctx, s, key, args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return replySlice(v)
 }
 
 // runValue executes a bucket script for its effect.

@@ -66,28 +66,60 @@ func (s *settler) flush() {
 	}
 }
 
-// send runs a batch's scripts in one pipeline. A script Redis does not have cached yet
-// (NOSCRIPT) and a bucket whose limits must first be read from the source (codeNoLimits)
-// are run again on their own, the way every other script runs.
+// maxCarried bounds the finishes one admission carries: each is a short script Redis runs
+// before the admission's own, so a long queue of them would delay the admission.
+const maxCarried = 16
+
+// take removes up to n pending finishes for an admission to carry (see Limiter.runCarrying).
+// The linger timer of their batch stays set; when it fires it sends whatever is pending
+// then, possibly nothing.
+func (s *settler) take(n int) []*finishing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := min(n, len(s.pending))
+	if k == 0 {
+		return nil
+	}
+	batch := make([]*finishing, k)
+	copy(batch, s.pending)
+	s.pending = append(s.pending[:0], s.pending[k:]...)
+	return batch
+}
+
+// send runs a batch's scripts in one pipeline of their own.
 func (s *settler) send(batch []*finishing) {
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
-	l := s.l
-	pipe := l.rdb.Pipeline()
+	pipe := s.l.rdb.Pipeline()
+	cmds := s.queue(ctx, pipe, batch)
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	s.deliver(ctx, batch, cmds)
+}
+
+// queue adds a batch's finish scripts to pipe.
+func (s *settler) queue(ctx context.Context, pipe redis.Pipeliner, batch []*finishing) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, f := range batch {
-		cmds[i] = finishScript.EvalSha(ctx, pipe, bucketKeys(f.r.Key), l.argv(f.d, f.r.id)...)
+		cmds[i] = finishScript.EvalSha(ctx, pipe, bucketKeys(f.r.Key), s.l.argv(f.d, f.r.id)...)
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
+	return cmds
+}
+
+// deliver hands each finish its outcome once the pipeline ran. A script Redis does not
+// have cached yet (NOSCRIPT) and a bucket whose limits must first be read from the source
+// (codeNoLimits) are run again on their own, the way every other script runs.
+func (s *settler) deliver(ctx context.Context, batch []*finishing, cmds []*redis.Cmd) {
 	for i, f := range batch {
 		v, err := cmds[i].Result()
-		retry := err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
-		if sl, ok := v.([]any); ok && len(sl) == 1 && toInt(sl[0]) == codeNoLimits {
-			retry = true
-		}
-		if retry {
-			err = l.runValue(ctx, finishScript, f.r.Key, f.d, f.r.id)
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") || noLimits(v) {
+			err = s.l.runValue(ctx, finishScript, f.r.Key, f.d, f.r.id)
 		}
 		f.done <- err
 	}
+}
+
+// noLimits reports a bucket script's answer that the bucket's limits must be seeded first.
+func noLimits(v any) bool {
+	sl, ok := v.([]any)
+	return ok && len(sl) == 1 && toInt(sl[0]) == codeNoLimits
 }

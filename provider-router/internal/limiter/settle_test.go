@@ -123,3 +123,59 @@ func TestFinishAfterRedisLostItsScripts(t *testing.T) {
 	require.True(t, s.Configured, "the finish read the limits from the source again")
 	require.Zero(t, s.Held)
 }
+
+// pendingFinishes waits until n finishes wait for their batch.
+func pendingFinishes(t *testing.T, l *Limiter, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		l.settle.mu.Lock()
+		defer l.settle.mu.Unlock()
+		return len(l.settle.pending) == n
+	}, 5*time.Second, time.Millisecond)
+}
+
+// TestAdmissionCarriesPendingFinishes: a finish waiting for its batch goes to Redis in the
+// next admission's pipeline, long before its linger would have sent it, and returns its
+// capacity before the admission looks.
+func TestAdmissionCarriesPendingFinishes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l, rdb, rt := b.counted(t, Options{Now: clk.Now, FinishLinger: time.Minute})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 1000, TPM: 1000}))
+
+	r1, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 800, Group: "run"})
+	require.NoError(t, err)
+	for i, flush := range []bool{false, true} {
+		before, pipes, piped := rt.single.Load(), rt.pipelines.Load(), rt.piped.Load()
+		finished := make(chan error, 1)
+		go func() { finished <- r1.Finish(ctx, 100) }() // 700 of 800 come back
+		pendingFinishes(t, l, 1)
+		if flush {
+			// Redis lost its scripts: both the carried finish and the admission run again.
+			require.NoError(t, rdb.ScriptFlush(ctx).Err())
+		}
+
+		// 800 tokens fit only once the finish returned its 700.
+		r2, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 800, Group: "run", Deadline: time.Now().Add(5 * time.Second)})
+		require.NoError(t, err)
+		select {
+		case err := <-finished:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the finish waited for its linger instead of going with the admission")
+		}
+		require.Equal(t, r2.AdmittedAt, r2.EnqueuedAt, "admitted without waiting: the refund came first")
+		require.Equal(t, pipes+1, rt.pipelines.Load(), "one pipeline for the finish and the admission")
+		require.Equal(t, piped+2, rt.piped.Load())
+		if !flush {
+			require.Equal(t, before, rt.single.Load(), "nothing went on its own")
+		}
+		s, err := l.State(ctx, b.key)
+		require.NoError(t, err)
+		require.Equal(t, 1, s.Held, "the first call is released, the second held")
+		require.InDelta(t, []float64{100, 0}[i], s.Tokens, 1) // 1000-800+700-800, then +700-800
+		r1 = r2
+	}
+}
