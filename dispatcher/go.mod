@@ -31,7 +31,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
@@ -49,6 +48,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/switchyard-ai/switchyard/migrations v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
+	golang.org/x/sync v0.24.0
 )
 
 require (

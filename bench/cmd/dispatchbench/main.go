@@ -17,6 +17,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -78,11 +79,17 @@ func main() {
 	defer insp.Close()
 	defer cleanup(insp, pool)
 
+	// The floor's runs have the shape the dispatcher writes: a reference to a skill snapshot
+	// stored once, not a copy of it.
+	digest, err := floorSnapshot(ctx, pool, orgID)
+	if err != nil {
+		fail("db: " + err.Error())
+	}
 	floor := func(ctx context.Context) error {
 		id := ids.New() // as the dispatcher makes them
-		if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
-			execution_type, queue, status, payload) VALUES ($1, $2, $3, 'bench_floor', 1, '{}', 'llm_only', 'bench', 'queued',
-			'{"prompt":"x"}')`, id, orgID, ids.New()); err != nil {
+		if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version,
+			skill_snapshot_digest, execution_type, queue, status, payload) VALUES ($1, $2, $3, 'bench_floor', 1, $4,
+			'llm_only', 'bench', 'queued', '{"prompt":"x"}')`, id, orgID, ids.New(), digest); err != nil {
 			return err
 		}
 		_, err := aq.EnqueueContext(ctx, asynq.NewTask("run:execute", []byte(`{}`), asynq.TaskID(id), asynq.Queue("benchfloor:normal")))
@@ -187,6 +194,21 @@ func prepare(api *client) (string, func()) {
 		mustOK(api.do(ctx, http.MethodPatch, "/api/v1/admin/org",
 			[]byte(fmt.Sprintf(`{"orgRpm":%d,"userRpm":%d}`, org.OrgRPM, org.UserRPM))))
 	}
+}
+
+// floorSnapshot stores the skill snapshot the floor's runs reference and returns its digest,
+// computed as the dispatcher computes it (SHA-256 over the organisation's id, a zero byte and
+// the snapshot's JSON).
+func floorSnapshot(ctx context.Context, pool *pgxpool.Pool, orgID string) ([]byte, error) {
+	snapshot := []byte(`{"job_type":"bench_floor","version":1,"execution_type":"llm_only","queue":"bench"}`)
+	h := sha256.New()
+	h.Write([]byte(orgID))
+	h.Write([]byte{0})
+	h.Write(snapshot)
+	digest := h.Sum(nil)
+	_, err := pool.Exec(ctx, `INSERT INTO skill_snapshots (digest, org_id, snapshot) VALUES ($1, $2, $3)
+		ON CONFLICT (digest) DO NOTHING`, digest, orgID, snapshot)
+	return digest, err
 }
 
 // cleanup removes what a rate left behind: its tasks and its runs (which no executor will

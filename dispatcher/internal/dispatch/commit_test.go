@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
@@ -14,13 +15,30 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
-// dispatchRows are the rows of one accepted dispatch of orgID, as record writes them.
-func dispatchRows(t *testing.T, orgID, idempotencyKey string) (*rows, *event.Envelope) {
+// storedSnapshot stores a skill snapshot of orgID, as record does before its first run.
+func storedSnapshot(t *testing.T, pool *pgxpool.Pool, orgID string) store.Snapshot {
 	t.Helper()
+	snap := newSnapshot(t, orgID)
+	require.NoError(t, store.EnsureSnapshot(context.Background(), pool, snap))
+	return snap
+}
+
+func newSnapshot(t *testing.T, orgID string) store.Snapshot {
+	t.Helper()
+	snap, err := store.NewSnapshot(orgID, map[string]any{"job_type": "noop", "version": 1})
+	require.NoError(t, err)
+	return snap
+}
+
+// dispatchRows are the rows of one accepted dispatch of snap's organisation, as record
+// writes them.
+func dispatchRows(t *testing.T, snap store.Snapshot, idempotencyKey string) (*rows, *event.Envelope) {
+	t.Helper()
+	orgID := snap.OrgID
 	id, trace := uuid.NewString(), uuid.NewString()
 	var w rows
 	w.runs.Add(store.NewRun{ID: id, OrgID: orgID, TraceID: trace, JobType: "noop", SkillVersion: 1,
-		SkillSnapshot: []byte(`{}`), ExecutionType: "llm_only", Queue: "default", Priority: "normal",
+		SkillSnapshotDigest: snap.Digest, ExecutionType: "llm_only", Queue: "default", Priority: "normal",
 		Status: "queued", Payload: []byte(`{"n":1}`), IdempotencyKey: idempotencyKey})
 	root := span.Start(id, orgID, trace, "", span.Dispatch, "dispatch noop")
 	root.ID = id
@@ -36,11 +54,12 @@ func TestGroupFailureStaysWithItsDispatch(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
 	ctx := context.Background()
-	orgID := testkit.NewOrg(t, pool)
+	snap := storedSnapshot(t, pool, testkit.NewOrg(t, pool))
 	c := &committer{db: pool}
-	first, firstEnv := dispatchRows(t, orgID, "")
-	orphan, _ := dispatchRows(t, uuid.NewString(), "") // no such organisation: its run breaks the foreign key
-	third, thirdEnv := dispatchRows(t, orgID, "")
+	first, firstEnv := dispatchRows(t, snap, "")
+	// No such organisation (nor its snapshot): its run breaks the foreign keys.
+	orphan, _ := dispatchRows(t, newSnapshot(t, uuid.NewString()), "")
+	third, thirdEnv := dispatchRows(t, snap, "")
 	group := []*pendingRecord{
 		{ctx: ctx, rows: first, done: make(chan error, 1)},
 		{ctx: ctx, rows: orphan, done: make(chan error, 1)},
@@ -62,7 +81,7 @@ func TestConcurrentCommitsAllLand(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
 	ctx := context.Background()
-	orgID := testkit.NewOrg(t, pool)
+	snap := storedSnapshot(t, pool, testkit.NewOrg(t, pool))
 	var c committer
 	defer c.stop()
 	const n = 200
@@ -70,7 +89,7 @@ func TestConcurrentCommitsAllLand(t *testing.T) {
 	errs := make([]error, n)
 	envs := make([]*event.Envelope, n)
 	for i := range n {
-		w, env := dispatchRows(t, orgID, "")
+		w, env := dispatchRows(t, snap, "")
 		envs[i] = env
 		wg.Go(func() { errs[i] = c.commit(ctx, pool, w) })
 	}
@@ -91,12 +110,12 @@ func TestTakenIdempotencyKeyWritesNothing(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
 	ctx := context.Background()
-	orgID := testkit.NewOrg(t, pool)
-	first, _ := dispatchRows(t, orgID, "key-1")
+	snap := storedSnapshot(t, pool, testkit.NewOrg(t, pool))
+	first, _ := dispatchRows(t, snap, "key-1")
 	require.Equal(t, -1, first.runs.Inserted(), "nothing ran yet")
 	require.NoError(t, first.write(ctx, pool))
 	require.Equal(t, 1, first.runs.Inserted())
-	second, _ := dispatchRows(t, orgID, "key-1")
+	second, _ := dispatchRows(t, snap, "key-1")
 	require.Error(t, second.write(ctx, pool), "the rows after the skipped run roll back")
 	require.Equal(t, 0, second.runs.Inserted(), "the second run with the key is skipped")
 	var runs int

@@ -61,7 +61,8 @@ type Service struct {
 	// Resolver, when set, replaces DNS when callback URLs are checked (tests).
 	Resolver netguard.Resolver
 
-	group committer
+	group     committer
+	snapshots snapshots
 }
 
 // Publisher sends journaled events to live subscribers: event.Publisher, or event.Background
@@ -144,7 +145,7 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 			return Result{}, err
 		}
 	}
-	sk, err := s.Registry.Skill(ctx, p.OrgID, req.JobType)
+	sk, snap, err := s.Registry.Skill(ctx, p.OrgID, req.JobType)
 	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
 		return Result{}, skillNotFound(req.JobType, err == nil)
 	}
@@ -173,7 +174,7 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 	if verdict.Hold {
 		status = run.HeldForReview
 	}
-	rec, err := s.record(ctx, p, req, sk, priority, status, verdict, opts, started)
+	rec, err := s.record(ctx, p, req, sk, snap, priority, status, verdict, opts, started)
 	if errors.Is(err, store.ErrDuplicate) {
 		// A concurrent request with the same idempotency key won the insert.
 		res, _, err := s.existing(ctx, p.OrgID, req.IdempotencyKey)
@@ -250,12 +251,12 @@ type recorded struct {
 }
 
 // record writes the run, its dispatch and governance spans and its first event in one
-// transaction and one round trip.
-func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk skill.Skill, priority run.Priority,
-	status run.Status, verdict governance.Result, opts Options, started time.Time) (recorded, error) {
+// transaction and one round trip. The run references the skill's snapshot, which is stored
+// first (once per version and process).
+func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk skill.Skill, snap store.Snapshot,
+	priority run.Priority, status run.Status, verdict governance.Result, opts Options, started time.Time) (recorded, error) {
 	rec := recorded{runID: ids.New(), traceID: ids.New()}
-	snapshot, err := json.Marshal(sk)
-	if err != nil {
+	if err := s.snapshots.ensure(ctx, s.DB, snap); err != nil {
 		return rec, err
 	}
 	var metadata json.RawMessage
@@ -280,7 +281,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 	var w rows
 	w.runs.Add(store.NewRun{
 		ID: rec.runID, OrgID: p.OrgID, TraceID: rec.traceID, JobType: req.JobType, SkillID: sk.ID,
-		SkillVersion: sk.Version, SkillSnapshot: snapshot, ExecutionType: sk.ExecutionType,
+		SkillVersion: sk.Version, SkillSnapshotDigest: snap.Digest, ExecutionType: sk.ExecutionType,
 		Queue: sk.Queue, Priority: string(priority), Status: string(status), UserID: req.UserID,
 		Payload: req.Payload, Metadata: metadata, CallbackURL: req.CallbackURL,
 		IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD, HoldReasons: reasons,
@@ -332,6 +333,9 @@ func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk 
 		err = s.group.commit(ctx, s.DB, &w)
 	} else if err = w.write(ctx, s.DB); w.runs.Inserted() == 0 {
 		return rec, store.ErrDuplicate
+	}
+	if store.IsMissingSnapshot(err) {
+		s.snapshots.forget(snap.Digest)
 	}
 	if err != nil {
 		return rec, err

@@ -53,6 +53,7 @@ type Cache struct {
 
 type skillEntry struct {
 	s     skill.Skill
+	snap  store.Snapshot
 	found bool
 }
 
@@ -230,21 +231,30 @@ func readThrough[K comparable, V any](c *Cache, table func() map[K]V, key K, loa
 	return v, nil
 }
 
-// Skill returns an organisation's binding for a job type (skill.ErrNotFound if none).
-// A missing binding is cached too, so unknown job types do not reach Postgres every time.
-func (c *Cache) Skill(ctx context.Context, orgID, jobType string) (skill.Skill, error) {
+// Skill returns an organisation's binding for a job type (skill.ErrNotFound if none) and
+// the snapshot its runs reference. The snapshot is encoded and digested when the binding is
+// read from Postgres, so a cached binding costs a dispatch neither. A missing binding is
+// cached too, so unknown job types do not reach Postgres every time.
+func (c *Cache) Skill(ctx context.Context, orgID, jobType string) (skill.Skill, store.Snapshot, error) {
 	e, err := readThrough(c, func() map[skillKey]skillEntry { return c.skills }, skillKey{orgID, jobType},
 		func() (skillEntry, error) {
 			s, err := skill.Get(ctx, c.db, orgID, jobType)
 			if errors.Is(err, skill.ErrNotFound) {
 				return skillEntry{}, nil
 			}
-			return skillEntry{s: s, found: err == nil}, err
+			if err != nil {
+				return skillEntry{}, err
+			}
+			snap, err := store.NewSnapshot(orgID, s)
+			if err != nil {
+				return skillEntry{}, fmt.Errorf("snapshot of skill %q: %w", jobType, err)
+			}
+			return skillEntry{s: s, snap: snap, found: true}, nil
 		})
 	if err == nil && !e.found {
 		err = skill.ErrNotFound
 	}
-	return e.s, err
+	return e.s, e.snap, err
 }
 
 // Queue returns a registered queue (store.ErrNotFound if none).

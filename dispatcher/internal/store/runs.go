@@ -26,44 +26,47 @@ var ErrNotFound = errors.New("not found")
 
 // NewRun is the row written when a job is accepted.
 type NewRun struct {
-	ID             string
-	OrgID          string
-	TraceID        string
-	JobType        string
-	SkillID        string
-	SkillVersion   int
-	SkillSnapshot  json.RawMessage
-	ExecutionType  string
-	Queue          string
-	Priority       string
-	Status         string
-	UserID         string
-	Payload        json.RawMessage
-	Metadata       json.RawMessage
-	CallbackURL    string
-	IdempotencyKey string
-	HoldReasons    json.RawMessage
-	AuditFlagged   bool
-	CostCeilingUSD *float64
-	Deadline       *time.Time
-	BatchID        string
+	ID           string
+	OrgID        string
+	TraceID      string
+	JobType      string
+	SkillID      string
+	SkillVersion int
+	// SkillSnapshotDigest names the binding the run was dispatched with, stored beforehand
+	// with EnsureSnapshot: the run references it rather than carrying a copy.
+	SkillSnapshotDigest Digest
+	ExecutionType       string
+	Queue               string
+	Priority            string
+	Status              string
+	UserID              string
+	Payload             json.RawMessage
+	Metadata            json.RawMessage
+	CallbackURL         string
+	IdempotencyKey      string
+	HoldReasons         json.RawMessage
+	AuditFlagged        bool
+	CostCeilingUSD      *float64
+	Deadline            *time.Time
+	BatchID             string
 }
 
 // insertRunsSQL inserts a batch of new runs, column by column. Ids travel as text: pgx has
 // no binary encoding of a []string as uuid[]. A run whose idempotency key its organisation
-// already used is skipped (the statement's row count tells).
+// already used is skipped (the statement's row count tells). The skill snapshot travels as its
+// 32-byte digest, not as jsonb for Postgres to parse.
 const insertRunsSQL = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_id, skill_version,
-		skill_snapshot, execution_type, queue, priority, status, user_id, payload, metadata, callback_url,
+		skill_snapshot_digest, execution_type, queue, priority, status, user_id, payload, metadata, callback_url,
 		idempotency_key, hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id, queued_at,
 		event_seq)
-	SELECT id::uuid, org_id::uuid, trace_id::uuid, job_type, skill_id::uuid, skill_version, skill_snapshot,
+	SELECT id::uuid, org_id::uuid, trace_id::uuid, job_type, skill_id::uuid, skill_version, skill_snapshot_digest,
 		execution_type, queue, priority, status, user_id, payload, metadata, callback_url, idempotency_key,
 		hold_reasons, audit_flagged, cost_ceiling_usd, deadline_at, batch_id::uuid,
 		CASE WHEN status = 'queued' THEN now() END, 1
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::text[],
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bytea[], $8::text[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::jsonb[], $15::text[], $16::text[],
 		$17::jsonb[], $18::bool[], $19::numeric[], $20::timestamptz[], $21::text[])
-		AS r(id, org_id, trace_id, job_type, skill_id, skill_version, skill_snapshot, execution_type, queue,
+		AS r(id, org_id, trace_id, job_type, skill_id, skill_version, skill_snapshot_digest, execution_type, queue,
 			priority, status, user_id, payload, metadata, callback_url, idempotency_key, hold_reasons,
 			audit_flagged, cost_ceiling_usd, deadline_at, batch_id)
 	ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
@@ -96,7 +99,8 @@ func (rb *RunBatch) Queue(b *pgx.Batch) {
 	}
 	id, orgID, traceID, jobType, executionType := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	queue, priority, status, userID, callbackURL := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	snapshot, payload, metadata, holdReasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payload, metadata, holdReasons := make([]string, n), make([]string, n), make([]string, n)
+	snapshot := make([][]byte, n)
 	skillID, idempotencyKey, batchID := make([]*string, n), make([]*string, n), make([]*string, n)
 	skillVersion, auditFlagged := make([]int32, n), make([]bool, n)
 	costCeiling, deadline := make([]*float64, n), make([]*time.Time, n)
@@ -109,7 +113,7 @@ func (rb *RunBatch) Queue(b *pgx.Batch) {
 		}
 		id[i], orgID[i], traceID[i], jobType[i], executionType[i] = r.ID, r.OrgID, r.TraceID, r.JobType, r.ExecutionType
 		queue[i], priority[i], status[i], userID[i], callbackURL[i] = r.Queue, r.Priority, r.Status, r.UserID, r.CallbackURL
-		snapshot[i], payload[i] = string(r.SkillSnapshot), string(r.Payload)
+		snapshot[i], payload[i] = rb.runs[i].SkillSnapshotDigest[:], string(r.Payload)
 		metadata[i], holdReasons[i] = string(r.Metadata), string(r.HoldReasons)
 		skillID[i], idempotencyKey[i], batchID[i] = optional(r.SkillID), optional(r.IdempotencyKey), optional(r.BatchID)
 		skillVersion[i], auditFlagged[i] = int32(r.SkillVersion), r.AuditFlagged
@@ -312,13 +316,21 @@ type EnqueueInfo struct {
 	MaxRetries                 int
 }
 
+// snapshotOf is a run's skill snapshot in SQL, for a query of runs r that joins
+// snapshotJoin: the stored snapshot the run references, or the copy a run recorded before
+// migration 00013 carries inline.
+const (
+	snapshotOf   = `COALESCE(s.snapshot, r.skill_snapshot)`
+	snapshotJoin = `LEFT JOIN skill_snapshots s ON s.digest = r.skill_snapshot_digest`
+)
+
 // GetEnqueueInfo reads a run's queue settings from its skill snapshot and its queue.
 func GetEnqueueInfo(ctx context.Context, db DB, id string) (EnqueueInfo, error) {
 	var e EnqueueInfo
 	err := db.QueryRow(ctx, `SELECT r.id, r.org_id, r.queue, r.priority,
-			COALESCE((r.skill_snapshot->>'timeout_seconds')::int, q.timeout_seconds),
-			COALESCE((r.skill_snapshot->>'max_retries')::int, 3)
-		FROM runs r JOIN queues q ON q.name = r.queue WHERE r.id = $1`, id).
+			COALESCE((`+snapshotOf+`->>'timeout_seconds')::int, q.timeout_seconds),
+			COALESCE((`+snapshotOf+`->>'max_retries')::int, 3)
+		FROM runs r JOIN queues q ON q.name = r.queue `+snapshotJoin+` WHERE r.id = $1`, id).
 		Scan(&e.ID, &e.OrgID, &e.Queue, &e.Priority, &e.TimeoutSeconds, &e.MaxRetries)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
@@ -329,8 +341,9 @@ func GetEnqueueInfo(ctx context.Context, db DB, id string) (EnqueueInfo, error) 
 // SkillSnapshot decodes the skill binding a run was dispatched with.
 func SkillSnapshot(ctx context.Context, db DB, runID string, dst any) error {
 	var raw []byte
-	if err := db.QueryRow(ctx, `SELECT skill_snapshot FROM runs WHERE id = $1`, runID).Scan(&raw); err != nil {
-		return err
+	if err := db.QueryRow(ctx, `SELECT `+snapshotOf+` FROM runs r `+snapshotJoin+` WHERE r.id = $1`, runID).
+		Scan(&raw); err != nil {
+		return fmt.Errorf("reading skill snapshot of run %s: %w", runID, err)
 	}
 	return json.Unmarshal(raw, dst)
 }

@@ -1,0 +1,147 @@
+package migrations
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// scratch returns a pool to an empty database of the test's own on the test server, dropped
+// at cleanup. (shared/testkit cannot serve here: it imports this package.)
+func scratch(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	admin := os.Getenv("SWITCHYARD_TEST_DATABASE_URL")
+	if admin == "" {
+		t.Fatal("SWITCHYARD_TEST_DATABASE_URL is not set: run the tests with `make test` " +
+			"(or `scripts/stack.sh start test && eval $(scripts/stack.sh env test)`)")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connecting to test postgres: %v", err)
+	}
+	defer conn.Close(ctx)
+	suffix := make([]byte, 8)
+	_, _ = rand.Read(suffix)
+	name := "mig_" + hex.EncodeToString(suffix)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating database: %v", err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatalf("opening database: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		conn, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			t.Logf("dropping database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("dropping database %s: %v", name, err)
+		}
+	})
+	return pool
+}
+
+// downTo undoes migrations down to version v.
+func downTo(t *testing.T, pool *pgxpool.Pool, v int64) {
+	t.Helper()
+	provider, db, err := newProvider(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := provider.DownTo(context.Background(), v); err != nil {
+		t.Fatalf("migrating down to %d: %v", v, err)
+	}
+}
+
+func mustExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestUpDownUp applies every migration, undoes every one and applies them again: each Down
+// must undo its Up exactly.
+func TestUpDownUp(t *testing.T) {
+	t.Parallel()
+	pool := scratch(t)
+	ctx := context.Background()
+	latest, err := Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		v, err := Apply(ctx, pool)
+		if err != nil {
+			t.Fatalf("apply %d: %v", i+1, err)
+		}
+		if v != latest {
+			t.Fatalf("apply %d reached version %d, want %d", i+1, v, latest)
+		}
+		downTo(t, pool, 0)
+	}
+}
+
+// TestSkillSnapshotsDownKeepsSnapshots undoes 00013 over a run that references its snapshot:
+// the run gets the snapshot back inline, since the column is NOT NULL again below 00013.
+func TestSkillSnapshotsDownKeepsSnapshots(t *testing.T) {
+	t.Parallel()
+	pool := scratch(t)
+	ctx := context.Background()
+	if _, err := Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var orgID string
+	if err := pool.QueryRow(ctx, `INSERT INTO orgs (slug, name) VALUES ('migtest', 'M') RETURNING id`).Scan(&orgID); err != nil {
+		t.Fatal(err)
+	}
+	digest := make([]byte, 32)
+	_, _ = rand.Read(digest)
+	mustExec(t, pool, `INSERT INTO skill_snapshots (digest, org_id, snapshot) VALUES ($1, $2, '{"max_retries": 7}')`,
+		digest, orgID)
+	const insertRun = `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
+		skill_snapshot_digest, execution_type, queue, status, payload)
+		VALUES (gen_random_uuid(), $1, gen_random_uuid(), 'x', 1, $2, $3, 'llm_only', 'default', 'queued', '{}')`
+	mustExec(t, pool, insertRun, orgID, nil, digest)
+	mustExec(t, pool, insertRun, orgID, []byte(`{"max_retries": 2}`), nil)
+	if _, err := pool.Exec(ctx, insertRun, orgID, nil, nil); err == nil {
+		t.Fatal("a run with neither an inline snapshot nor a digest was accepted")
+	}
+	other := make([]byte, 32)
+	if _, err := pool.Exec(ctx, insertRun, orgID, nil, other); err == nil {
+		t.Fatal("a run referencing a snapshot that is not stored was accepted")
+	}
+
+	downTo(t, pool, 12)
+	rows, err := pool.Query(ctx, `SELECT skill_snapshot->>'max_retries' FROM runs ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "2" || got[1] != "7" {
+		t.Fatalf("inline snapshots after down: %v, want [2 7]", got)
+	}
+	if _, err := Apply(ctx, pool); err != nil {
+		t.Fatalf("applying 00013 again: %v", err)
+	}
+}
