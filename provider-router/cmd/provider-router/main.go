@@ -197,7 +197,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 	if err != nil {
 		return err
 	}
-	lim, err := limiter.New(rdb, limiter.Options{Source: registry.Limits(pool), Metrics: metrics.LimiterMetrics(), Logger: log})
+	lim, err := limiter.New(rdb, limiter.Options{Source: registry.Limits(pool), Metrics: metrics.LimiterMetrics(), Logger: log,
+		Allowance: limiter.Allowance{Requests: cfg.ShareRequests}})
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,10 @@ type Config struct {
 	// DefaultMaxTokens is SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS, the completion cap set on a
 	// call under a cost ceiling that sets none; default 4096.
 	DefaultMaxTokens int
+	// ShareRequests is SWITCHYARD_ROUTER_SHARE_REQUESTS, the most requests a replica takes
+	// from a bucket at once to admit calls locally while the bucket has plenty of headroom
+	// (docs/rate-limits.md, "Local admission"); 0 turns local admission off; default 64.
+	ShareRequests int
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
 }
@@ -84,6 +88,9 @@ func FromEnv(serve bool) (Config, error) {
 	}
 	if c.DefaultMaxTokens, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"), "4096")); err != nil || c.DefaultMaxTokens <= 0 {
 		return c, fmt.Errorf("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS: %q is not a positive integer", os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"))
+	}
+	if c.ShareRequests, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"), "64")); err != nil || c.ShareRequests < 0 {
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_SHARE_REQUESTS: %q is not a non-negative integer", os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"))
 	}
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required")

@@ -41,3 +41,19 @@ func TestPlainHTTPOnlyOnLoopback(t *testing.T) {
 		})
 	}
 }
+
+func TestShareRequests(t *testing.T) {
+	t.Setenv("SWITCHYARD_DATABASE_URL", "postgres://x")
+	for v, want := range map[string]int{"": 64, "0": 0, "256": 256, "-1": -1, "many": -1} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv("SWITCHYARD_ROUTER_SHARE_REQUESTS", v)
+			cfg, err := config.FromEnv(false)
+			if want < 0 {
+				require.ErrorContains(t, err, "SWITCHYARD_ROUTER_SHARE_REQUESTS")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, want, cfg.ShareRequests)
+		})
+	}
+}

@@ -245,6 +245,11 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
+	if l.opts.Allowance.Requests > 0 {
+		if r := l.admitLocally(ctx, req); r != nil {
+			return r, nil
+		}
+	}
 	id := rand.Text()
 	group := req.Group
 	if group == "" {
@@ -329,6 +334,11 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			r = parseReply(v)
 			continue
 		case codeWaiting:
+			if wakes == 0 && l.opts.Allowance.Requests > 0 {
+				// Calls wait now: this replica's share, if it holds one, goes back at once
+				// rather than let later calls overtake the queue until it expires.
+				l.dropShare(req.Key, true)
+			}
 		default:
 			return giveUp(OutcomeError, fmt.Errorf("acquiring %s: unexpected reply %v", req.Key, v))
 		}

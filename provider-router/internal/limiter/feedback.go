@@ -82,6 +82,7 @@ func (l *Limiter) Penalize(ctx context.Context, key BucketKey, retryAfter time.D
 	if retryAfter <= 0 {
 		retryAfter = DefaultRetryAfter
 	}
+	l.dropShare(key, false) // the bucket is emptied on purpose: nothing to give back
 	if err := l.runValue(ctx, penalizeScript, key, retryAfter.Microseconds()); err != nil {
 		return fmt.Errorf("penalizing %s: %w", key, err)
 	}

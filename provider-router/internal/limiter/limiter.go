@@ -69,6 +69,9 @@ type Options struct {
 	// to share its round trip to Redis (see settler). Default 2 ms; negative sends every
 	// finish on its own.
 	FinishLinger time.Duration
+	// Allowance turns on local admission from a replica's share of a bucket (see
+	// Allowance). Default: off.
+	Allowance Allowance
 }
 
 // Limiter admits provider calls against shared buckets. It is safe for concurrent use.
@@ -81,6 +84,7 @@ type Limiter struct {
 	waiters map[string]chan struct{} // waiter id -> wake signal (buffered 1)
 
 	settle settler
+	shares shares
 
 	stopOnce sync.Once
 	pubsub   *redis.PubSub
@@ -112,6 +116,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Limiter, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts.FinishLinger = cmp.Or(opts.FinishLinger, 2*time.Millisecond)
+	var err error
+	if opts.Allowance, err = opts.Allowance.withDefaults(); err != nil {
+		return nil, err
+	}
 	l := &Limiter{rdb: rdb, opts: opts, log: log, waiters: make(map[string]chan struct{})}
 	l.settle = settler{l: l, linger: max(opts.FinishLinger, 0)}
 	return l, nil
@@ -137,10 +145,12 @@ func (l *Limiter) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the Pub/Sub listener. Calls still waiting keep their places and advance on
+// Stop gives back the replica's shares (Allowance) and ends the Pub/Sub listener. Calls
+// still waiting keep their places and advance on
 // their timers; stop taking traffic before Stop, and close rdb after it.
 func (l *Limiter) Stop() {
 	l.stopOnce.Do(func() {
+		l.dropShares()
 		if l.pubsub == nil {
 			return
 		}

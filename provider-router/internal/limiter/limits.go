@@ -33,6 +33,7 @@ return 1
 // limit imposed on a formerly unlimited bucket starts with a full bucket.
 func (l *Limiter) SetLimits(ctx context.Context, key BucketKey, limits Limits) error {
 	_, err := l.setLimits(ctx, key, limits, false)
+	l.dropShare(key, true) // the next share is cut from the new limits
 	return err
 }
 

@@ -23,6 +23,7 @@ type Reservation struct {
 
 	l          *Limiter
 	id         string
+	share      *share // non-nil: admitted from this replica's share (Allowance), not the bucket
 	reconciled atomic.Bool
 	released   atomic.Bool
 }
@@ -59,7 +60,7 @@ func (r *Reservation) Reconcile(ctx context.Context, actualTokens int) error {
 		return nil
 	}
 	d := r.Tokens - actualTokens
-	if d == 0 {
+	if d == 0 || r.share != nil && r.l.refund(r.share, d) {
 		return nil
 	}
 	_, err := r.l.call(ctx, func(ctx context.Context) ([]any, error) {
@@ -96,8 +97,8 @@ return res
 
 // Release ends the call. It is safe to call more than once; only the first has an effect.
 func (r *Reservation) Release(ctx context.Context) error {
-	if !r.released.CompareAndSwap(false, true) {
-		return nil
+	if !r.released.CompareAndSwap(false, true) || r.share != nil {
+		return nil // a call admitted from a share holds nothing in the bucket
 	}
 	_, err := r.l.call(ctx, func(ctx context.Context) ([]any, error) {
 		return nil, r.l.runValue(ctx, releaseScript, r.Key, r.id, r.l.keepMillis())
@@ -151,6 +152,9 @@ func (r *Reservation) Finish(ctx context.Context, actualTokens int) error {
 	d := 0
 	if r.reconciled.CompareAndSwap(false, true) {
 		d = r.Tokens - actualTokens
+	}
+	if r.share != nil && (d == 0 || r.l.refund(r.share, d)) {
+		return nil // nothing to release; the correction stayed in the open share
 	}
 	if err := r.l.settle.finish(r, d); err != nil {
 		return fmt.Errorf("finishing %s: %w", r.Key, err)

@@ -29,6 +29,15 @@ type finishing struct {
 	done chan error
 }
 
+// script is the finish's script and arguments: a call admitted from a share (Allowance)
+// whose share has closed only corrects the bucket's tokens, since it holds nothing there.
+func (f *finishing) script() (*redis.Script, []any) {
+	if f.r.share != nil {
+		return reconcileScript, []any{f.d}
+	}
+	return finishScript, []any{f.d, f.r.id}
+}
+
 // maxSettleBatch bounds one pipeline, so a burst is sent in several moderate writes.
 const maxSettleBatch = 256
 
@@ -100,7 +109,8 @@ func (s *settler) send(batch []*finishing) {
 func (s *settler) queue(ctx context.Context, pipe redis.Pipeliner, batch []*finishing) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, f := range batch {
-		cmds[i] = finishScript.EvalSha(ctx, pipe, bucketKeys(f.r.Key), s.l.argv(f.d, f.r.id)...)
+		script, args := f.script()
+		cmds[i] = script.EvalSha(ctx, pipe, bucketKeys(f.r.Key), s.l.argv(args...)...)
 	}
 	return cmds
 }
@@ -112,7 +122,8 @@ func (s *settler) deliver(ctx context.Context, batch []*finishing, cmds []*redis
 	for i, f := range batch {
 		v, err := cmds[i].Result()
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") || noLimits(v) {
-			err = s.l.runValue(ctx, finishScript, f.r.Key, f.d, f.r.id)
+			script, args := f.script()
+			err = s.l.runValue(ctx, script, f.r.Key, args...)
 		}
 		f.done <- err
 	}

@@ -1,0 +1,187 @@
+package limiter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sharing(a Allowance) Options {
+	a.Requests = max(a.Requests, 10)
+	return Options{Allowance: a, FinishLinger: -1}
+}
+
+// TestShareAdmitsWithoutRoundTrips: with plenty of headroom a replica takes one share and
+// admits from it locally; the share comes out of the shared bucket at once, and the next
+// share is taken when it runs out.
+func TestShareAdmitsWithoutRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	opts := sharing(Allowance{TTL: time.Minute})
+	opts.Now = clk.Now
+	l, _, rt := b.counted(t, opts)
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+
+	before := rt.single.Load()
+	for range 10 {
+		r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100, Group: "run"})
+		require.NoError(t, err)
+		require.Zero(t, r.Waited())
+		require.NoError(t, r.Finish(ctx, 40)) // 60 back into the share
+	}
+	require.Equal(t, before+1, rt.single.Load(), "one script for ten admissions: the share")
+	s, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.InDelta(t, 10_000-10, s.Requests, 0.01, "the share's 10 requests (1% of 100, capped by Requests)")
+	require.InDelta(t, 1_000_000-10_000, s.Tokens, 0.01, "and 1% of the tokens left the bucket at once")
+	require.Zero(t, s.Held, "calls admitted from a share hold nothing in the bucket")
+	require.Empty(t, s.Outstanding)
+
+	// The eleventh call finds the share spent: the next script gives back what is left of
+	// it (9,000 tokens never used and the 600 the calls returned) and takes a new one.
+	before = rt.single.Load()
+	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
+	require.NoError(t, err)
+	require.NotNil(t, r.share)
+	require.Equal(t, before+1, rt.single.Load(), "one script gives back and takes")
+	s, err = l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.InDelta(t, 10_000-20, s.Requests, 0.01)
+	require.InDelta(t, 1_000_000-10_000+9_600-10_000, s.Tokens, 0.01, "9,600 of the first share's 10,000 went back")
+}
+
+// TestNoShareNearTheLimitOrWhileSomeoneWaits: below the headroom, or with a call waiting,
+// no share is granted and calls take the shared queue — in order, counted for their group.
+func TestNoShareNearTheLimitOrWhileSomeoneWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	opts := sharing(Allowance{TTL: time.Minute, Share: 0.1, Headroom: 0.5})
+	opts.Now = clk.Now
+	l, _, _ := b.counted(t, opts)
+	plain := b.replica(t, Options{Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 100}))
+
+	// 45 of 100 requests used: a share of 10 would leave 45, below the headroom of 50.
+	for range 45 {
+		_, err := plain.Acquire(ctx, Request{Key: b.key})
+		require.NoError(t, err)
+	}
+	r, err := l.Acquire(ctx, Request{Key: b.key, Group: "run"})
+	require.NoError(t, err)
+	require.Nil(t, r.share, "admitted through the bucket")
+	s, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.InDelta(t, 54, s.Requests, 0.01, "no share left the bucket")
+	require.Equal(t, 1, s.Outstanding["run"])
+
+	// A waiter: the bucket has headroom for a share (600 of 1,000 tokens, 99 of 100
+	// requests), but a call of 900 tokens waits at the head, so no share either.
+	b2 := setup(t)
+	l2, _, _ := b2.counted(t, opts)
+	plain2 := b2.replica(t, Options{Now: clk.Now})
+	require.NoError(t, l2.SetLimits(ctx, b2.key, Limits{RPM: 100, TPM: 1000}))
+	_, err = plain2.Acquire(ctx, Request{Key: b2.key, Tokens: 400})
+	require.NoError(t, err)
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = plain2.Acquire(waitCtx, Request{Key: b2.key, Tokens: 900}) }()
+	require.Eventually(t, func() bool {
+		s, err := l2.State(ctx, b2.key)
+		return err == nil && s.Queued == 1
+	}, 5*time.Second, time.Millisecond)
+	deadline := time.Now().Add(50 * time.Millisecond)
+	_, err = l2.Acquire(ctx, Request{Key: b2.key, Tokens: 10, Deadline: deadline})
+	require.ErrorIs(t, err, ErrDeadline, "queued behind the waiter, not admitted from a share")
+}
+
+// TestShareRemainderGoesBack: an expired share gives back what it did not use, and a call
+// that finishes after its share closed corrects the bucket itself.
+func TestShareRemainderGoesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	opts := sharing(Allowance{TTL: 100 * time.Millisecond})
+	opts.Now = clk.Now
+	l, _, _ := b.counted(t, opts)
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+
+	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 500})
+	require.NoError(t, err)
+	require.NotNil(t, r.share)
+	require.Eventually(t, func() bool {
+		s, err := l.State(ctx, b.key)
+		return err == nil && s.Requests > 9_990
+	}, 5*time.Second, 5*time.Millisecond, "the expired share's 9 unused requests went back")
+	s, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.InDelta(t, 10_000-1, s.Requests, 0.01)
+	require.InDelta(t, 1_000_000-500, s.Tokens, 0.01, "the share's unused tokens went back")
+
+	require.NoError(t, r.Finish(ctx, 200)) // the share is gone: the 300 go to the bucket
+	s, err = l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.InDelta(t, 1_000_000-200, s.Tokens, 0.01)
+}
+
+// TestPenaltyDropsTheShare: after a provider's 429 this replica admits nothing more from its
+// share; Stop gives a share back.
+func TestPenaltyDropsTheShare(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	opts := sharing(Allowance{TTL: time.Minute})
+	opts.Now = clk.Now
+	l, _, _ := b.counted(t, opts)
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	_, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
+	require.NoError(t, err)
+
+	require.NoError(t, l.Penalize(ctx, b.key, time.Minute))
+	_, err = l.Acquire(ctx, Request{Key: b.key, Tokens: 100, Deadline: time.Now().Add(20 * time.Millisecond)})
+	require.ErrorIs(t, err, ErrDeadline, "blocked like every replica, not admitted from the old share")
+
+	b2 := setup(t)
+	l2, _, _ := b2.counted(t, opts)
+	require.NoError(t, l2.SetLimits(ctx, b2.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	_, err = l2.Acquire(ctx, Request{Key: b2.key, Tokens: 100})
+	require.NoError(t, err)
+	l2.Stop()
+	s, err := l2.State(ctx, b2.key)
+	require.NoError(t, err)
+	require.InDelta(t, 10_000-1, s.Requests, 0.01, "Stop gave the share's remainder back")
+}
+
+// TestWaitingGivesTheShareBack: when a call of this replica has to wait, the replica's
+// share goes back at once instead of admitting later calls ahead of the queue.
+func TestWaitingGivesTheShareBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	opts := sharing(Allowance{TTL: time.Minute})
+	opts.Now = clk.Now
+	l, _, _ := b.counted(t, opts)
+	plain := b.replica(t, Options{Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 100_000}))
+	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 10}) // a share of 10 requests, 1,000 tokens
+	require.NoError(t, err)
+	require.NotNil(t, r.share)
+	_, err = plain.Acquire(ctx, Request{Key: b.key, Tokens: 98_000}) // 1,000 tokens left in the bucket
+	require.NoError(t, err)
+
+	// 2,000 tokens fit neither the share (990) nor the bucket: the call waits at the head.
+	_, err = l.Acquire(ctx, Request{Key: b.key, Tokens: 2000, Deadline: time.Now().Add(20 * time.Millisecond)})
+	require.ErrorIs(t, err, ErrDeadline)
+	s, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.InDelta(t, 1000+990, s.Tokens, 0.01, "the share's 990 tokens went back when the call had to wait")
+	require.InDelta(t, 10_000-2, s.Requests, 0.01, "and its 9 requests")
+}
