@@ -90,6 +90,7 @@ type share struct {
 	key               BucketKey
 	requests, tokens  int // left
 	granted           int // tokens granted
+	grantedRequests   int
 	unlimitedRequests bool
 	unlimitedTokens   bool
 	expires           time.Time
@@ -117,6 +118,12 @@ func (s *share) take(n int, now time.Time) bool {
 func (s *share) useful(now time.Time) bool {
 	return s != nil && s.open && now.Before(s.expires) && (s.unlimitedRequests || s.requests > 0) &&
 		(s.unlimitedTokens || 2*s.tokens >= s.granted)
+}
+
+// low reports whether the share is nearly spent or nearly expired: time to fetch the next.
+func (s *share) low(now time.Time, ttl time.Duration) bool {
+	return 4*s.expires.Sub(now) < ttl || (!s.unlimitedRequests && 4*s.requests < s.grantedRequests) ||
+		(!s.unlimitedTokens && 4*s.tokens < s.granted)
 }
 
 // close ends the share and returns what is left to give back.
@@ -172,6 +179,11 @@ func (l *Limiter) admitLocally(ctx context.Context, req Request) *Reservation {
 	slot := ss.slot(req.Key)
 	if slot.cur != nil && slot.cur.take(req.Tokens, now) {
 		sh := slot.cur
+		if !slot.fetching && sh.low(now, l.opts.Allowance.TTL) {
+			// Fetch the next share before this one runs out, off every call's path.
+			slot.fetching = true
+			go l.renewShare(req.Key)
+		}
 		ss.mu.Unlock()
 		return l.localReservation(req, sh, now)
 	}
@@ -228,9 +240,36 @@ func (l *Limiter) fetchShare(ctx context.Context, key BucketKey, backR, backT, w
 		return nil, nil
 	}
 	r, t := toInt(v[0]), toInt(v[1])
-	return &share{key: key, requests: int(max(r, 0)), tokens: int(max(t, 0)), granted: int(max(t, 0)),
+	return &share{key: key, requests: int(max(r, 0)), tokens: int(max(t, 0)),
+		granted: int(max(t, 0)), grantedRequests: int(max(r, 0)),
 		unlimitedRequests: r < 0, unlimitedTokens: t < 0, open: true,
 		expires: time.Now().Add(a.TTL)}, nil
+}
+
+// renewShare fetches key's next share in the background and puts it in place of the
+// current one, whose remainder then goes back.
+func (l *Limiter) renewShare(key BucketKey) {
+	sh, err := l.fetchShare(context.Background(), key, 0, 0, l.opts.Allowance.Requests)
+	if err != nil {
+		l.log.Warn("taking a share of a bucket", "bucket", key.String(), "error", err)
+	}
+	l.shares.mu.Lock()
+	slot := l.shares.slot(key)
+	slot.fetching = false
+	var r, t int
+	if sh == nil {
+		// Refused (or failed): the current share serves until it runs out; then calls
+		// go the shared way without asking again for a while.
+		slot.refused = time.Now().Add(l.opts.Allowance.TTL)
+	} else {
+		if slot.cur != nil {
+			r, t = slot.cur.close()
+		}
+		slot.cur = sh
+		sh.expiry = time.AfterFunc(time.Until(sh.expires), func() { l.expireShare(sh) })
+	}
+	l.shares.mu.Unlock()
+	l.giveBack(key, r, t)
 }
 
 // expireShare ends a share whose time ran out and gives its remainder back.

@@ -27,13 +27,14 @@ func TestShareAdmitsWithoutRoundTrips(t *testing.T) {
 	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
 
 	before := rt.single.Load()
-	for range 10 {
+	for range 7 {
 		r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100, Group: "run"})
 		require.NoError(t, err)
 		require.Zero(t, r.Waited())
+		require.NotNil(t, r.share)
 		require.NoError(t, r.Finish(ctx, 40)) // 60 back into the share
 	}
-	require.Equal(t, before+1, rt.single.Load(), "one script for ten admissions: the share")
+	require.Equal(t, before+1, rt.single.Load(), "one script for seven admissions: the share")
 	s, err := l.State(ctx, b.key)
 	require.NoError(t, err)
 	require.InDelta(t, 10_000-10, s.Requests, 0.01, "the share's 10 requests (1% of 100, capped by Requests)")
@@ -41,17 +42,25 @@ func TestShareAdmitsWithoutRoundTrips(t *testing.T) {
 	require.Zero(t, s.Held, "calls admitted from a share hold nothing in the bucket")
 	require.Empty(t, s.Outstanding)
 
-	// The eleventh call finds the share spent: the next script gives back what is left of
-	// it (9,000 tokens never used and the 600 the calls returned) and takes a new one.
-	before = rt.single.Load()
+	// The eighth call leaves 2 of 10 requests: the next share is fetched in the background
+	// and the rest of this one (2 requests; 9,680 tokens) goes back.
 	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
 	require.NoError(t, err)
 	require.NotNil(t, r.share)
-	require.Equal(t, before+1, rt.single.Load(), "one script gives back and takes")
+	require.NoError(t, r.Finish(ctx, 40))
+	require.Eventually(t, func() bool {
+		s, err := l.State(ctx, b.key)
+		return err == nil && s.Requests > 9_981 && s.Requests < 9_983
+	}, 5*time.Second, time.Millisecond, "10,000 - 10 - 10 + 2 requests")
 	s, err = l.State(ctx, b.key)
 	require.NoError(t, err)
-	require.InDelta(t, 10_000-20, s.Requests, 0.01)
-	require.InDelta(t, 1_000_000-10_000+9_600-10_000, s.Tokens, 0.01, "9,600 of the first share's 10,000 went back")
+	require.InDelta(t, 1_000_000-10_000-10_000+9_680, s.Tokens, 0.01)
+
+	before = rt.single.Load()
+	r, err = l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
+	require.NoError(t, err)
+	require.NotNil(t, r.share)
+	require.Equal(t, before, rt.single.Load(), "admitted from the new share")
 }
 
 // TestNoShareNearTheLimitOrWhileSomeoneWaits: below the headroom, or with a call waiting,
