@@ -231,14 +231,17 @@ func (s *Server) reviews(c echo.Context) error {
 			CostCeilingUSD *float64 `json:"cost_ceiling_usd"`
 			RiskLevel      string   `json:"risk_level"`
 		}
-		if err := store.SkillSnapshot(ctx, s.DB, r.JobID, &snap); err == nil {
-			if snap.Tools != nil {
-				it.Tools = snap.Tools
-			}
-			it.CostCeilingUSD, it.RiskLevel = snap.CostCeilingUSD, snap.RiskLevel
+		if err := store.SkillSnapshot(ctx, s.DB, r.JobID, &snap); err != nil {
+			return dispatchDBError(err)
 		}
+		if snap.Tools != nil {
+			it.Tools = snap.Tools
+		}
+		it.CostCeilingUSD, it.RiskLevel = snap.CostCeilingUSD, snap.RiskLevel
 		if r.Status == string(run.PendingReview) {
-			it.Pending, _ = store.LastEventData(ctx, s.DB, r.JobID, event.JobHeld)
+			if it.Pending, err = store.LastEventData(ctx, s.DB, r.JobID, event.JobHeld); err != nil {
+				return dispatchDBError(err)
+			}
 		}
 		items = append(items, it)
 	}
