@@ -8,9 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func sharing(a Allowance) Options {
+// sharer starts a limiter with local admission (10 requests per share unless a says
+// more) on b's bucket, with the limits lim, on clk.
+func (b *bundle) sharer(t *testing.T, a Allowance, clk *fakeClock, lim Limits) (*Limiter, *roundTrips) {
+	t.Helper()
 	a.Requests = max(a.Requests, 10)
-	return Options{Allowance: a, FinishLinger: -1}
+	l, _, rt := b.counted(t, Options{Allowance: a, FinishLinger: -1, Now: clk.Now})
+	require.NoError(t, l.SetLimits(context.Background(), b.key, lim))
+	return l, rt
 }
 
 // TestShareAdmitsWithoutRoundTrips: with plenty of headroom a replica takes one share and
@@ -21,10 +26,7 @@ func TestShareAdmitsWithoutRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
-	opts := sharing(Allowance{TTL: time.Minute})
-	opts.Now = clk.Now
-	l, _, rt := b.counted(t, opts)
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	l, rt := b.sharer(t, Allowance{TTL: time.Minute}, clk, Limits{RPM: 10_000, TPM: 1_000_000})
 
 	before := rt.single.Load()
 	for range 7 {
@@ -70,11 +72,9 @@ func TestNoShareNearTheLimitOrWhileSomeoneWaits(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
-	opts := sharing(Allowance{TTL: time.Minute, Share: 0.1, Headroom: 0.5})
-	opts.Now = clk.Now
-	l, _, _ := b.counted(t, opts)
+	a := Allowance{TTL: time.Minute, Share: 0.1, Headroom: 0.5}
+	l, _ := b.sharer(t, a, clk, Limits{RPM: 100})
 	plain := b.replica(t, Options{Now: clk.Now})
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 100}))
 
 	// 45 of 100 requests used: a share of 10 would leave 45, below the headroom of 50.
 	for range 45 {
@@ -92,9 +92,8 @@ func TestNoShareNearTheLimitOrWhileSomeoneWaits(t *testing.T) {
 	// A waiter: the bucket has headroom for a share (600 of 1,000 tokens, 99 of 100
 	// requests), but a call of 900 tokens waits at the head, so no share either.
 	b2 := setup(t)
-	l2, _, _ := b2.counted(t, opts)
+	l2, _ := b2.sharer(t, a, clk, Limits{RPM: 100, TPM: 1000})
 	plain2 := b2.replica(t, Options{Now: clk.Now})
-	require.NoError(t, l2.SetLimits(ctx, b2.key, Limits{RPM: 100, TPM: 1000}))
 	_, err = plain2.Acquire(ctx, Request{Key: b2.key, Tokens: 400})
 	require.NoError(t, err)
 	waitCtx, cancel := context.WithCancel(ctx)
@@ -116,10 +115,7 @@ func TestShareRemainderGoesBack(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
-	opts := sharing(Allowance{TTL: 100 * time.Millisecond})
-	opts.Now = clk.Now
-	l, _, _ := b.counted(t, opts)
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	l, _ := b.sharer(t, Allowance{TTL: 100 * time.Millisecond}, clk, Limits{RPM: 10_000, TPM: 1_000_000})
 
 	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 500})
 	require.NoError(t, err)
@@ -146,10 +142,7 @@ func TestPenaltyDropsTheShare(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
-	opts := sharing(Allowance{TTL: time.Minute})
-	opts.Now = clk.Now
-	l, _, _ := b.counted(t, opts)
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	l, _ := b.sharer(t, Allowance{TTL: time.Minute}, clk, Limits{RPM: 10_000, TPM: 1_000_000})
 	_, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
 	require.NoError(t, err)
 
@@ -158,8 +151,7 @@ func TestPenaltyDropsTheShare(t *testing.T) {
 	require.ErrorIs(t, err, ErrDeadline, "blocked like every replica, not admitted from the old share")
 
 	b2 := setup(t)
-	l2, _, _ := b2.counted(t, opts)
-	require.NoError(t, l2.SetLimits(ctx, b2.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	l2, _ := b2.sharer(t, Allowance{TTL: time.Minute}, clk, Limits{RPM: 10_000, TPM: 1_000_000})
 	_, err = l2.Acquire(ctx, Request{Key: b2.key, Tokens: 100})
 	require.NoError(t, err)
 	l2.Stop()
@@ -175,11 +167,8 @@ func TestWaitingGivesTheShareBack(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
-	opts := sharing(Allowance{TTL: time.Minute})
-	opts.Now = clk.Now
-	l, _, _ := b.counted(t, opts)
+	l, _ := b.sharer(t, Allowance{TTL: time.Minute}, clk, Limits{RPM: 10_000, TPM: 100_000})
 	plain := b.replica(t, Options{Now: clk.Now})
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 100_000}))
 	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 10}) // a share of 10 requests, 1,000 tokens
 	require.NoError(t, err)
 	require.NotNil(t, r.share)
