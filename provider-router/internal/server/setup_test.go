@@ -87,6 +87,7 @@ type options struct {
 	retry        server.Retry
 	breaker      breaker.Options
 	ring         *credential.KeyRing
+	shares       int // limiter.Allowance.Requests: 0, local admission off
 }
 
 // bundle is one test's router (mTLS on) in front of sim-llm or a fake upstream.
@@ -151,7 +152,8 @@ func setup(t testing.TB, opts options) *bundle {
 func (b *bundle) newServer(opts options) *server.Server {
 	t := b.t
 	log := slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	lim, err := limiter.New(b.rdb, limiter.Options{Source: registry.Limits(b.pool), Logger: log})
+	lim, err := limiter.New(b.rdb, limiter.Options{Source: registry.Limits(b.pool), Logger: log,
+		Allowance: limiter.Allowance{Requests: opts.shares}})
 	require.NoError(t, err)
 	require.NoError(t, lim.Start(context.Background()))
 	est, err := estimate.New(b.rdb, estimate.Options{})

@@ -57,36 +57,43 @@ func (f *fake) calls() []time.Time {
 
 // Two router replicas on one Redis share the provider's RPM: traffic far above it is
 // served at the limit with zero upstream 429s (sim-llm enforces the same RPM and counts
-// what it refused).
+// what it refused) — through the shared queue alone, and with the replicas admitting from
+// their shares while the bucket has headroom (the router's default).
 func TestTwoReplicasShareLimits(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{models: []sim.ModelConfig{{Name: "sim-fast", Output: "constant:5", RPM: 1200}}})
-	// The router's limit sits just under the provider's: they count on different clocks.
-	_, err := b.pool.Exec(context.Background(), `INSERT INTO provider_limits (provider_config_id, model, rpm) VALUES ($1, 'sim-fast', 1180)`, b.providerID)
-	require.NoError(t, err)
-	second := b.serve(b.newServer(options{}))
-	urls := []string{b.url, second}
+	for _, shares := range []int{0, 64} {
+		t.Run(fmt.Sprintf("shares=%d", shares), func(t *testing.T) {
+			t.Parallel()
+			opts := options{models: []sim.ModelConfig{{Name: "sim-fast", Output: "constant:5", RPM: 1200}}, shares: shares}
+			b := setup(t, opts)
+			// The router's limit sits just under the provider's: they count on different clocks.
+			_, err := b.pool.Exec(context.Background(), `INSERT INTO provider_limits (provider_config_id, model, rpm) VALUES ($1, 'sim-fast', 1180)`, b.providerID)
+			require.NoError(t, err)
+			second := b.serve(b.newServer(opts))
+			urls := []string{b.url, second}
 
-	const calls = 1260 // the burst of 1180, then 80 more at 1180/min: ~4 s of waiting
-	var next atomic.Int64
-	codes := make([]atomic.Int64, 600)
-	var wg sync.WaitGroup
-	for w := range 24 {
-		wg.Go(func() {
-			for next.Add(1) <= calls {
-				code, out, _ := chatVia(t, b.client, urls[w%2], b.headers(), simpleBody)
-				if code != http.StatusOK {
-					t.Errorf("call failed: %d %v", code, out)
-				}
-				codes[code].Add(1)
+			const calls = 1260 // the burst of 1180, then 80 more at 1180/min: ~4 s of waiting
+			var next atomic.Int64
+			codes := make([]atomic.Int64, 600)
+			var wg sync.WaitGroup
+			for w := range 24 {
+				wg.Go(func() {
+					for next.Add(1) <= calls {
+						code, out, _ := chatVia(t, b.client, urls[w%2], b.headers(), simpleBody)
+						if code != http.StatusOK {
+							t.Errorf("call failed: %d %v", code, out)
+						}
+						codes[code].Add(1)
+					}
+				})
 			}
+			wg.Wait()
+			st := b.sim.Stats().Total
+			require.Zero(t, st.Refused429, "the provider refused nothing")
+			require.EqualValues(t, calls, st.Served)
+			require.EqualValues(t, calls, codes[http.StatusOK].Load())
 		})
 	}
-	wg.Wait()
-	st := b.sim.Stats().Total
-	require.Zero(t, st.Refused429, "the provider refused nothing")
-	require.EqualValues(t, calls, st.Served)
-	require.EqualValues(t, calls, codes[http.StatusOK].Load())
 }
 
 func TestRetryHonoursRetryAfter(t *testing.T) {
