@@ -305,7 +305,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 	// lease then cleans up after us).
 	giveUp := func(outcome string, err error) (*Reservation, error) {
 		_, cerr := l.call(ctx, func(ctx context.Context) ([]any, error) {
-			return l.run(ctx, cancelScript, req.Key, id, req.Tokens, l.keepMillis())
+			return nil, l.runValue(ctx, cancelScript, req.Key, id, req.Tokens, l.keepMillis())
 		})
 		l.opts.Metrics.Waited(req.Key, req.Priority, time.Since(started), outcome)
 		if cerr != nil {

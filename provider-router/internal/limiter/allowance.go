@@ -52,8 +52,9 @@ func (a Allowance) withDefaults() (Allowance, error) {
 //	ARGV  [1] wake channel [2] now µs or "0" [3] requests given back [4] tokens given back
 //	      (negative: owed) [5] requests wanted (0: only give back) [6] share [7] headroom
 //	      [8] source flag
-//	reply {-3} as acquireScript; otherwise {requests granted, tokens granted}: 0 requests
-//	      is no share, -1 is unlimited
+//	reply {-3} as acquireScript; otherwise {requests granted, tokens granted, requests
+//	      available, tokens available}: 0 requests granted is no share, -1 unlimited;
+//	      available afterwards as in acquireScript's reply ('inf' if unlimited)
 var allowanceScript = bucketScript(luaLimits + `
 local now = clock()
 prune(now)
@@ -82,7 +83,10 @@ if want > 0 and head() == nil and now >= b.blk then
 end
 save(b, now, rpm, tpm)
 if rr > 0 or rt > 0 then poke() end
-return {gr, gt}
+local ra, ta = 'inf', 'inf'
+if rpm > 0 then ra = fmtf(b.rt) end
+if tpm > 0 then ta = fmtf(b.tt) end
+return {gr, gt, ra, ta}
 `)
 
 // share is one granted share. Its counters are guarded by shares.mu.
@@ -236,7 +240,12 @@ func (l *Limiter) fetchShare(ctx context.Context, key BucketKey, backR, backT, w
 	if err != nil {
 		return nil, fmt.Errorf("sharing %s: %w", key, err)
 	}
-	if len(v) < 2 || toInt(v[0]) == 0 {
+	if len(v) < 4 {
+		return nil, fmt.Errorf("sharing %s: unexpected reply %v", key, v)
+	}
+	// While calls are admitted from shares, this is what keeps the headroom gauge current.
+	l.opts.Metrics.Headroom(key, toFloat(v[2]), toFloat(v[3]), 0)
+	if toInt(v[0]) == 0 {
 		return nil, nil
 	}
 	r, t := toInt(v[0]), toInt(v[1])

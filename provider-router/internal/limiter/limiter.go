@@ -125,9 +125,19 @@ func New(rdb redis.UniversalClient, opts Options) (*Limiter, error) {
 	return l, nil
 }
 
-// Start subscribes to the wake channel and returns once the subscription is live, so no
-// wake-up published after Start returns is missed.
+// Start loads the scripts into Redis and subscribes to the wake channel; it returns once the
+// subscription is live, so no wake-up published after Start returns is missed.
 func (l *Limiter) Start(ctx context.Context) error {
+	// Scripts go to Redis once, up front: an admission that carries finishes (runCarrying)
+	// must not see its finishes refused as unknown scripts while its own script runs, or it
+	// would not count the capacity they return. (After Redis loses its scripts, both are
+	// unknown and both run again, in order.) One at a time: Script.Load given a pipeline
+	// would record the queued command's empty reply as the script's hash.
+	for _, s := range bucketScripts {
+		if err := s.Load(ctx, l.rdb).Err(); err != nil {
+			return fmt.Errorf("loading the rate-limit scripts: %w", err)
+		}
+	}
 	ps := l.rdb.Subscribe(ctx, wakeChannel)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
@@ -146,8 +156,8 @@ func (l *Limiter) Start(ctx context.Context) error {
 }
 
 // Stop gives back the replica's shares (Allowance) and ends the Pub/Sub listener. Calls
-// still waiting keep their places and advance on
-// their timers; stop taking traffic before Stop, and close rdb after it.
+// still waiting keep their places and advance on their timers; stop taking traffic before
+// Stop, and close rdb after it.
 func (l *Limiter) Stop() {
 	l.stopOnce.Do(func() {
 		l.dropShares()

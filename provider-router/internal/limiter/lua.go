@@ -194,9 +194,14 @@ local function keep(ms)
 end
 `
 
+// bucketScripts are every script bucketScript built, for Start to load.
+var bucketScripts []*redis.Script
+
 // bucketScript builds a script from luaLib and a body.
 func bucketScript(body string) *redis.Script {
-	return redis.NewScript(luaLib + body)
+	s := redis.NewScript(luaLib + body)
+	bucketScripts = append(bucketScripts, s)
+	return s
 }
 
 // luaQueue holds the parts shared by the scripts that admit: reply and try_head.

@@ -97,7 +97,8 @@ func TestFinishesEndingTogetherShareARoundTrip(t *testing.T) {
 // TestFinishAfterRedisLostItsScripts: a batch whose script Redis no longer has cached
 // (restart, SCRIPT FLUSH), and a bucket whose limits vanished, still finish.
 func TestFinishAfterRedisLostItsScripts(t *testing.T) {
-	t.Parallel()
+	// Not parallel: SCRIPT FLUSH empties the script cache of the whole server, and the
+	// tests that count round trips must not meet it.
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
@@ -138,7 +139,8 @@ func pendingFinishes(t *testing.T, l *Limiter, n int) {
 // next admission's pipeline, long before its linger would have sent it, and returns its
 // capacity before the admission looks.
 func TestAdmissionCarriesPendingFinishes(t *testing.T) {
-	t.Parallel()
+	// Not parallel: SCRIPT FLUSH empties the script cache of the whole server, and the
+	// tests that count round trips must not meet it.
 	ctx := context.Background()
 	b := setup(t)
 	clk := newFakeClock()
@@ -178,4 +180,26 @@ func TestAdmissionCarriesPendingFinishes(t *testing.T) {
 		require.InDelta(t, []float64{100, 0}[i], s.Tokens, 1) // 1000-800+700-800, then +700-800
 		r1 = r2
 	}
+}
+
+// TestGivingUpLeavesTheQueueCleanly: a call that gives up at its deadline leaves the queue
+// and reports only that (leaving used to be reported as failed too: its script's reply was
+// read as an admission's).
+func TestGivingUpLeavesTheQueueCleanly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l := b.replica(t, Options{Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 1}))
+	_, err := l.Acquire(ctx, Request{Key: b.key})
+	require.NoError(t, err)
+
+	_, err = l.Acquire(ctx, Request{Key: b.key, Deadline: time.Now().Add(10 * time.Millisecond)})
+	var de *DeadlineError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, de.Error(), err.Error(), "nothing joined to the deadline")
+	s, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.Zero(t, s.Queued)
 }
