@@ -154,6 +154,9 @@ type shareSlot struct {
 	cur      *share
 	fetching bool      // one caller asks Redis for the next share; the others go the shared way
 	refused  time.Time // no share was granted: do not ask again before then
+	// epoch counts the drops (Penalize, SetLimits): a share fetched across one was cut
+	// from the bucket as it was before, and goes straight back.
+	epoch int
 }
 
 // shares are the replica's shares, per bucket.
@@ -186,7 +189,7 @@ func (l *Limiter) admitLocally(ctx context.Context, req Request) *Reservation {
 		if !slot.fetching && sh.low(now, l.opts.Allowance.TTL) {
 			// Fetch the next share before this one runs out, off every call's path.
 			slot.fetching = true
-			go l.renewShare(req.Key)
+			go l.renewShare(req.Key, slot.epoch)
 		}
 		ss.mu.Unlock()
 		return l.localReservation(req, sh, now)
@@ -198,6 +201,7 @@ func (l *Limiter) admitLocally(ctx context.Context, req Request) *Reservation {
 		return nil
 	}
 	slot.fetching = true
+	epoch := slot.epoch
 	var backR, backT int
 	if slot.cur != nil {
 		backR, backT = slot.cur.close()
@@ -209,6 +213,11 @@ func (l *Limiter) admitLocally(ctx context.Context, req Request) *Reservation {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	slot.fetching = false
+	if sh != nil && slot.epoch != epoch {
+		r, t := sh.close()
+		go l.giveBack(req.Key, r, t)
+		return nil
+	}
 	if err != nil || sh == nil {
 		if err != nil {
 			l.log.Warn("taking a share of a bucket", "bucket", req.Key.String(), "error", err)
@@ -257,7 +266,7 @@ func (l *Limiter) fetchShare(ctx context.Context, key BucketKey, backR, backT, w
 
 // renewShare fetches key's next share in the background and puts it in place of the
 // current one, whose remainder then goes back.
-func (l *Limiter) renewShare(key BucketKey) {
+func (l *Limiter) renewShare(key BucketKey, epoch int) {
 	sh, err := l.fetchShare(context.Background(), key, 0, 0, l.opts.Allowance.Requests)
 	if err != nil {
 		l.log.Warn("taking a share of a bucket", "bucket", key.String(), "error", err)
@@ -266,11 +275,14 @@ func (l *Limiter) renewShare(key BucketKey) {
 	slot := l.shares.slot(key)
 	slot.fetching = false
 	var r, t int
-	if sh == nil {
+	switch {
+	case sh != nil && slot.epoch != epoch:
+		r, t = sh.close() // cut before a drop: straight back
+	case sh == nil:
 		// Refused (or failed): the current share serves until it runs out; then calls
 		// go the shared way without asking again for a while.
 		slot.refused = time.Now().Add(l.opts.Allowance.TTL)
-	} else {
+	default:
 		if slot.cur != nil {
 			r, t = slot.cur.close()
 		}
@@ -306,9 +318,12 @@ func (l *Limiter) giveBack(key BucketKey, requests, tokens int) {
 func (l *Limiter) dropShare(key BucketKey, keep bool) {
 	l.shares.mu.Lock()
 	var r, t int
-	if slot := l.shares.slots[key]; slot != nil && slot.cur != nil {
-		r, t = slot.cur.close()
-		slot.cur = nil
+	if slot := l.shares.slots[key]; slot != nil {
+		slot.epoch++
+		if slot.cur != nil {
+			r, t = slot.cur.close()
+			slot.cur = nil
+		}
 	}
 	l.shares.mu.Unlock()
 	if keep {

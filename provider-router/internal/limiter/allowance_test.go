@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -182,4 +184,57 @@ func TestWaitingGivesTheShareBack(t *testing.T) {
 	require.NoError(t, err)
 	require.InDelta(t, 1000+990, s.Tokens, 0.01, "the share's 990 tokens went back when the call had to wait")
 	require.InDelta(t, 10_000-2, s.Requests, 0.01, "and its 9 requests")
+}
+
+// holdShares holds the share scripts sent through it until released.
+type holdShares struct {
+	held    chan struct{} // a share script is waiting
+	release chan struct{}
+}
+
+func (h *holdShares) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdShares) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "evalsha" && len(args) > 1 && args[1] == allowanceScript.Hash() {
+			select {
+			case <-h.release: // released: everything passes
+			default:
+				h.held <- struct{}{}
+				<-h.release
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *holdShares) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestShareCutBeforeALimitChangeGoesBack: a share fetched while the limits change was cut
+// from the bucket as it was: it is not used but given back.
+func TestShareCutBeforeALimitChangeGoesBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l, rdb, _ := b.counted(t, Options{Allowance: Allowance{Requests: 10, TTL: time.Minute}, FinishLinger: -1, Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	h := &holdShares{held: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(h)
+
+	got := make(chan *Reservation, 1)
+	go func() {
+		r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
+		assert.NoError(t, err)
+		got <- r
+	}()
+	<-h.held // the share script is on its way
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	close(h.release)
+	r := <-got
+	require.Nil(t, r.share, "not admitted from a share cut before the change")
+	require.Eventually(t, func() bool {
+		s, err := l.State(ctx, b.key)
+		return err == nil && s.Requests > 9_998.5 && s.Tokens > 999_899
+	}, 5*time.Second, time.Millisecond, "the share went back; only the call's own request and tokens are taken")
 }
