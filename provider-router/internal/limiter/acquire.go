@@ -87,6 +87,7 @@ func (e *DeadlineError) Is(target error) bool { return target == ErrDeadline }
 // Outcomes reported to Metrics.Waited.
 const (
 	OutcomeAdmitted = "admitted"
+	OutcomeShare    = "share" // admitted from the replica's share (Allowance), without waiting
 	OutcomeDeadline = "deadline"
 	OutcomeCanceled = "canceled"
 	OutcomeError    = "error"

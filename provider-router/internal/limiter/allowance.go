@@ -234,7 +234,7 @@ func (l *Limiter) admitLocally(ctx context.Context, req Request) *Reservation {
 }
 
 func (l *Limiter) localReservation(req Request, sh *share, now time.Time) *Reservation {
-	l.opts.Metrics.Waited(req.Key, req.Priority, 0, OutcomeAdmitted)
+	l.opts.Metrics.Waited(req.Key, req.Priority, 0, OutcomeShare)
 	return &Reservation{Key: req.Key, Tokens: req.Tokens, Group: req.Group,
 		EnqueuedAt: now, AdmittedAt: now, l: l, share: sh}
 }

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +238,34 @@ func TestShareCutBeforeALimitChangeGoesBack(t *testing.T) {
 		s, err := l.State(ctx, b.key)
 		return err == nil && s.Requests > 9_998.5 && s.Tokens > 999_899
 	}, 5*time.Second, time.Millisecond, "the share went back; only the call's own request and tokens are taken")
+}
+
+// outcomes counts the outcomes Metrics.Waited reports.
+type outcomes struct {
+	nopMetrics
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *outcomes) Waited(_ BucketKey, _ int, _ time.Duration, outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[outcome]++
+}
+
+// TestShareAdmissionsAreCountedApart: the wait histogram tells calls admitted from a share
+// from calls admitted through the bucket.
+func TestShareAdmissionsAreCountedApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	m := &outcomes{n: map[string]int{}}
+	l, _, _ := b.counted(t, Options{Allowance: Allowance{Requests: 10, TTL: time.Minute}, Metrics: m, Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 10_000, TPM: 1_000_000}))
+	_, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100})
+	require.NoError(t, err)
+	_, err = l.Acquire(ctx, Request{Key: b.key, Tokens: 20_000}) // more than a share's 10,000 tokens
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{OutcomeShare: 1, OutcomeAdmitted: 1}, m.n)
 }
