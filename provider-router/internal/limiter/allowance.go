@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 )
@@ -93,8 +92,8 @@ return {gr, gt, ra, ta}
 type share struct {
 	key               BucketKey
 	requests, tokens  int // left
-	granted           int // tokens granted
 	grantedRequests   int
+	grantedTokens     int
 	unlimitedRequests bool
 	unlimitedTokens   bool
 	expires           time.Time
@@ -121,13 +120,13 @@ func (s *share) take(n int, now time.Time) bool {
 // and at least half its tokens left.
 func (s *share) useful(now time.Time) bool {
 	return s != nil && s.open && now.Before(s.expires) && (s.unlimitedRequests || s.requests > 0) &&
-		(s.unlimitedTokens || 2*s.tokens >= s.granted)
+		(s.unlimitedTokens || 2*s.tokens >= s.grantedTokens)
 }
 
 // low reports whether the share is nearly spent or nearly expired: time to fetch the next.
 func (s *share) low(now time.Time, ttl time.Duration) bool {
 	return 4*s.expires.Sub(now) < ttl || (!s.unlimitedRequests && 4*s.requests < s.grantedRequests) ||
-		(!s.unlimitedTokens && 4*s.tokens < s.granted)
+		(!s.unlimitedTokens && 4*s.tokens < s.grantedTokens)
 }
 
 // close ends the share and returns what is left to give back.
@@ -225,8 +224,7 @@ func (l *Limiter) admitLocally(ctx context.Context, req Request) *Reservation {
 		slot.refused = time.Now().Add(l.opts.Allowance.TTL)
 		return nil
 	}
-	slot.cur = sh
-	sh.expiry = time.AfterFunc(time.Until(sh.expires), func() { l.expireShare(sh) })
+	l.install(slot, sh)
 	if !sh.take(req.Tokens, time.Now()) {
 		return nil // a call larger than a whole share: the shared way
 	}
@@ -259,7 +257,7 @@ func (l *Limiter) fetchShare(ctx context.Context, key BucketKey, backR, backT, w
 	}
 	r, t := toInt(v[0]), toInt(v[1])
 	return &share{key: key, requests: int(max(r, 0)), tokens: int(max(t, 0)),
-		granted: int(max(t, 0)), grantedRequests: int(max(r, 0)),
+		grantedRequests: int(max(r, 0)), grantedTokens: int(max(t, 0)),
 		unlimitedRequests: r < 0, unlimitedTokens: t < 0, open: true,
 		expires: time.Now().Add(a.TTL)}, nil
 }
@@ -286,11 +284,16 @@ func (l *Limiter) renewShare(key BucketKey, epoch int) {
 		if slot.cur != nil {
 			r, t = slot.cur.close()
 		}
-		slot.cur = sh
-		sh.expiry = time.AfterFunc(time.Until(sh.expires), func() { l.expireShare(sh) })
+		l.install(slot, sh)
 	}
 	l.shares.mu.Unlock()
 	l.giveBack(key, r, t)
+}
+
+// install makes sh the slot's current share until it expires. Call with shares.mu held.
+func (l *Limiter) install(slot *shareSlot, sh *share) {
+	slot.cur = sh
+	sh.expiry = time.AfterFunc(time.Until(sh.expires), func() { l.expireShare(sh) })
 }
 
 // expireShare ends a share whose time ran out and gives its remainder back.
@@ -353,7 +356,7 @@ func (l *Limiter) refund(sh *share, d int) bool {
 		return false
 	}
 	if !sh.unlimitedTokens {
-		sh.tokens = int(min(int64(sh.tokens)+int64(d), math.MaxInt32))
+		sh.tokens += d
 	}
 	return true
 }
