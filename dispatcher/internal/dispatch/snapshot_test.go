@@ -26,6 +26,13 @@ func failSnapshotInserts(t *testing.T, pool *pgxpool.Pool) (restore func()) {
 	}
 }
 
+func snapshotRows(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var rows int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM skill_snapshots`).Scan(&rows))
+	return rows
+}
+
 func TestSnapshotStoredOncePerProcess(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
@@ -42,9 +49,7 @@ func TestSnapshotStoredOncePerProcess(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err, "concurrent first dispatches of a version all see it stored")
 	}
-	var rows int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM skill_snapshots`).Scan(&rows))
-	require.Equal(t, 1, rows)
+	require.Equal(t, 1, snapshotRows(t, pool))
 
 	// Once stored, the snapshot costs no statement: an insert would fail now.
 	defer failSnapshotInserts(t, pool)()
@@ -63,15 +68,12 @@ func TestFailedSnapshotInsertIsNotRemembered(t *testing.T) {
 	require.ErrorContains(t, set.ensure(ctx, pool, snap), "skill_snapshots unavailable")
 	restore()
 	require.NoError(t, set.ensure(ctx, pool, snap), "the next dispatch tries again")
-	var rows int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM skill_snapshots`).Scan(&rows))
-	require.Equal(t, 1, rows)
+	require.Equal(t, 1, snapshotRows(t, pool))
 
 	// A snapshot deleted behind the process's back is stored again once forgotten.
 	_, err := pool.Exec(ctx, `DELETE FROM skill_snapshots`)
 	require.NoError(t, err)
 	set.forget(snap.Digest)
 	require.NoError(t, set.ensure(ctx, pool, snap))
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM skill_snapshots`).Scan(&rows))
-	require.Equal(t, 1, rows)
+	require.Equal(t, 1, snapshotRows(t, pool))
 }
