@@ -26,6 +26,11 @@ const (
 	HeaderCostCeiling   = "X-Cost-Ceiling-USD"
 	HeaderDeadline      = "X-Deadline"
 	HeaderQueueWaitMS   = "X-Queue-Wait-MS"
+	// HeaderStepKey names the call's position in its run, the same for every attempt of
+	// the run (the journal's step key: "llm/1", "iter/2/llm"). With X-Job-ID it identifies one paid provider
+	// call: the usage ledger keeps one row per (job, step key), and a call repeated under
+	// the same pair is answered with the first call's answer instead of being paid again.
+	HeaderStepKey = "X-Step-Key"
 )
 
 // Billing is what the router adds to the ChatCompletion in its answer. The model that
