@@ -135,6 +135,15 @@ func (a *app) emit(v any) error {
 	return enc.Encode(v)
 }
 
+// orEmpty returns s, or an empty slice when s is nil, so that -o json prints an empty
+// list as [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // table returns a tab writer for aligned text output; Flush it when done.
 func (a *app) table() *tabwriter.Writer { return tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0) }
 

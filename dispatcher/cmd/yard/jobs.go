@@ -344,7 +344,7 @@ func (a *app) listCmd() *cobra.Command {
 				runs, next = page.Items, page.NextCursor
 			}
 			if a.json() {
-				return a.emit(client.RunPage{Items: runs, NextCursor: next})
+				return a.emit(client.RunPage{Items: orEmpty(runs), NextCursor: next})
 			}
 			w := a.table()
 			fmt.Fprintln(w, "JOB\tTYPE\tSTATUS\tQUEUE\tPRIORITY\tCREATED")
@@ -542,7 +542,7 @@ func (a *app) reviewsCmd() *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return a.emit(rs)
+				return a.emit(orEmpty(rs))
 			}
 			w := a.table()
 			fmt.Fprintln(w, "JOB\tTYPE\tSTATUS\tREASONS")

@@ -49,7 +49,7 @@ func (a *app) keysListCmd() *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return a.emit(keys)
+				return a.emit(orEmpty(keys))
 			}
 			w := a.table()
 			fmt.Fprintln(w, "ID\tNAME\tPREFIX\tROLES\tCREATED\tSTATE")

@@ -34,7 +34,7 @@ func (a *app) skillsListCmd() *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return a.emit(skills)
+				return a.emit(orEmpty(skills))
 			}
 			w := a.table()
 			fmt.Fprintln(w, "JOB TYPE\tVERSION\tENABLED\tEXECUTION\tRISK\tRESIDENCY\tQUEUE\tDESCRIPTION")
@@ -62,7 +62,7 @@ func (a *app) skillsShowCmd() *cobra.Command {
 					return err
 				}
 				if a.json() {
-					return a.emit(changes)
+					return a.emit(orEmpty(changes))
 				}
 				w := a.table()
 				fmt.Fprintln(w, "VERSION\tACTION\tBY\tAT")
@@ -159,7 +159,7 @@ func (a *app) skillsApplyCmd() *cobra.Command {
 			applied := []client.Skill{}
 			if len(changes) == 0 || dryRun {
 				if a.json() {
-					return a.emit(map[string]any{"changes": changes, "unchanged": unchanged, "unmanaged": orphans, "applied": applied})
+					return a.emit(map[string]any{"changes": orEmpty(changes), "unchanged": orEmpty(unchanged), "unmanaged": orEmpty(orphans), "applied": applied})
 				}
 				return nil
 			}
@@ -183,7 +183,7 @@ func (a *app) skillsApplyCmd() *cobra.Command {
 				}
 			}
 			if a.json() {
-				return a.emit(map[string]any{"changes": changes, "unchanged": unchanged, "unmanaged": orphans, "applied": applied})
+				return a.emit(map[string]any{"changes": orEmpty(changes), "unchanged": orEmpty(unchanged), "unmanaged": orEmpty(orphans), "applied": applied})
 			}
 			return nil
 		},

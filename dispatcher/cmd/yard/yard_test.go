@@ -366,3 +366,54 @@ func TestKeyResolution(t *testing.T) {
 	r = run1(nil, "--url", b.url, "--key", b.key, "-o", "yaml", "skills", "list")
 	require.Equal(t, exitUsage, r.code)
 }
+
+// TestJSONListsAreNeverNull: every list command prints an empty list as [] under -o json,
+// never null, so a script can iterate over the answer without a special case.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := catalogueCopy(t)
+	for _, tc := range []struct {
+		args []string
+		// lists are the top-level keys holding lists; none means the answer is a list.
+		lists []string
+	}{
+		{args: []string{"list"}, lists: []string{"items"}},
+		{args: []string{"list", "--all"}, lists: []string{"items"}},
+		{args: []string{"list", "--status", "failed", "--limit", "5"}, lists: []string{"items"}},
+		{args: []string{"reviews"}},
+		{args: []string{"skills", "list", "-q", "no_such_skill"}},
+		{args: []string{"skills", "apply", "--dir", dir, "--dry-run"}, lists: []string{"changes", "unchanged", "unmanaged", "applied"}},
+		{args: []string{"keys", "list"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := b.yard("", append(tc.args, "-o", "json")...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			if len(tc.lists) == 0 {
+				var list []any
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &list), r.stdout)
+				require.NotNil(t, list, "an empty list prints [], not null")
+				return
+			}
+			var obj map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &obj), r.stdout)
+			for _, k := range tc.lists {
+				var list []any
+				require.NoError(t, json.Unmarshal(obj[k], &list), "%s: %s", k, obj[k])
+				require.NotNil(t, list, "%s: an empty list prints [], not null: %s", k, r.stdout)
+			}
+		})
+	}
+}
+
+// TestHelp: --help, -h and help print the usage on stdout and exit 0, without a key or a
+// dispatcher.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"list", "--help"}, {"help", "skills", "apply"}} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errOut, func(string) string { return "" })
+		require.Equal(t, exitOK, code, "%v: %s", args, errOut.String())
+		require.Contains(t, out.String(), "Usage:", "%v", args)
+	}
+}
