@@ -5,12 +5,16 @@ package service
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof" // served only when SWITCHYARD_PPROF_ADDR is set (Profile)
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,16 +25,54 @@ import (
 )
 
 // Main runs fn with the command-line arguments and a context cancelled by SIGINT or SIGTERM,
-// and exits 1 with "<name>: <error>" when it fails.
-func Main(name string, fn func(ctx context.Context, args []string) error) {
+// and exits with its status: 0 on success; 1 with "<name>: <error>" when fn fails; 2, and a
+// pointer to --help, when the error is a UsageError. -h, -help, --help or help as the first
+// argument print usage on stdout and exit 0 without calling fn; an error wrapping
+// flag.ErrHelp (a subcommand's flag set asked for -h, and has printed its flags) exits 0.
+func Main(name, usage string, fn func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := fn(ctx, os.Args[1:])
+	code := run(ctx, name, usage, os.Args[1:], os.Stdout, os.Stderr, fn)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, name+":", err)
-		os.Exit(1)
-	}
+	os.Exit(code)
 }
+
+func run(ctx context.Context, name, usage string, args []string, stdout, stderr io.Writer,
+	fn func(ctx context.Context, args []string) error) int {
+	if len(args) > 0 && IsHelp(args[0]) {
+		fmt.Fprint(stdout, strings.TrimLeft(usage, "\n"))
+		return 0
+	}
+	err := fn(ctx, args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, name+":", err)
+	var ue UsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", name)
+		return 2
+	}
+	return 1
+}
+
+// IsHelp reports whether arg asks for help: -h, -help, --help or help.
+func IsHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// UsageError is a mistake in how a binary was called (an unknown command, a missing flag):
+// Main exits 2 and points at --help.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
 
 // Open returns the logger (JSON on stderr, tagged with the service name) and the Postgres
 // pool a binary works with, and starts the profiler when SWITCHYARD_PPROF_ADDR is set.

@@ -24,12 +24,56 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/service"
 )
 
-func main() { service.Main("dispatcher", run) }
+const usage = `Usage: dispatcher [command]
+
+Switchyard's front door: authenticates, validates, governs and records jobs and puts them
+on their named queues. It never calls an LLM.
+
+Commands:
+  serve       serve the HTTP API, the web UI and the event stream (default)
+  migrate     apply database migrations and exit
+  bootstrap   prepare an organisation (admin key, sim-llm provider, skills, tools) and exit;
+              dispatcher bootstrap --help lists its flags
+  help        print this help
+
+Environment:
+  SWITCHYARD_DATABASE_URL     Postgres (required)
+  SWITCHYARD_REDIS_URL        Redis (required)
+  SWITCHYARD_DISPATCHER_ADDR  listen address (default 127.0.0.1:8080)
+  SWITCHYARD_LOG_LEVEL        debug, info, warn or error (default info)
+  SWITCHYARD_TASK_RETENTION   how long finished tasks stay visible in Redis (default 2m)
+  SWITCHYARD_WEB_DIR          the built web UI served at /ui (default web/dist)
+
+See docs/dispatcher.md and docs/operations.md.
+`
+
+func main() { service.Main("dispatcher", usage, run) }
 
 func run(ctx context.Context, args []string) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
+	}
+	var opts bootstrap.Options
+	switch cmd {
+	case "serve", "migrate":
+	case "bootstrap":
+		// Flags first, so that a bad flag or --help needs no database.
+		fs := flag.NewFlagSet("dispatcher bootstrap", flag.ContinueOnError)
+		fs.StringVar(&opts.KeyFile, "key-file", ".run/admin.key", "where the admin API key is written")
+		fs.StringVar(&opts.SkillsDir, "skills", "skills", "skill catalogue directory (empty: skip)")
+		fs.StringVar(&opts.ToolsDir, "tools", "", "tool catalogue directory, e.g. tools (empty: skip)")
+		fs.StringVar(&opts.SimURL, "sim-url", "http://127.0.0.1:8099/v1", "sim-llm base URL (empty: no provider)")
+		fs.StringVar(&opts.OrgSlug, "org", "dev", "organisation slug")
+		fs.StringVar(&opts.Jurisdiction, "jurisdiction", "eu", "organisation jurisdiction: eu, us or other")
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return service.UsageError{Err: err}
+		}
+	default:
+		return service.Usagef("unknown command %q (want serve, migrate or bootstrap)", cmd)
 	}
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -45,17 +89,6 @@ func run(ctx context.Context, args []string) error {
 	case "migrate":
 		return service.Migrate(ctx, pool, log)
 	case "bootstrap":
-		fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
-		var opts bootstrap.Options
-		fs.StringVar(&opts.KeyFile, "key-file", ".run/admin.key", "where the admin API key is written")
-		fs.StringVar(&opts.SkillsDir, "skills", "skills", "skill catalogue directory (empty: skip)")
-		fs.StringVar(&opts.ToolsDir, "tools", "", "tool catalogue directory, e.g. tools (empty: skip)")
-		fs.StringVar(&opts.SimURL, "sim-url", "http://127.0.0.1:8099/v1", "sim-llm base URL (empty: no provider)")
-		fs.StringVar(&opts.OrgSlug, "org", "dev", "organisation slug")
-		fs.StringVar(&opts.Jurisdiction, "jurisdiction", "eu", "organisation jurisdiction: eu, us or other")
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
 		res, err := bootstrap.Run(ctx, pool, opts, log)
 		if err != nil {
 			return err
@@ -68,10 +101,8 @@ func run(ctx context.Context, args []string) error {
 			fmt.Printf("skill %-24s %s\n", jobType, action)
 		}
 		return nil
-	case "serve":
-		return serve(ctx, cfg, pool, log)
 	}
-	return fmt.Errorf("unknown command %q (want serve, migrate or bootstrap)", cmd)
+	return serve(ctx, cfg, pool, log)
 }
 
 func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) error {

@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	service.Main("executor-gpu", func(ctx context.Context, args []string) error {
+	service.Main("executor-gpu", app.Usage("executor-gpu", "gpu"), func(ctx context.Context, args []string) error {
 		return app.Main(ctx, "executor-gpu", "gpu", args)
 	})
 }

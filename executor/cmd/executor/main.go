@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	service.Main("executor", func(ctx context.Context, args []string) error {
+	service.Main("executor", app.Usage("executor", "cpu"), func(ctx context.Context, args []string) error {
 		return app.Main(ctx, "executor", "cpu", args)
 	})
 }

@@ -35,6 +35,9 @@ func Main(ctx context.Context, name, class string, args []string) error {
 	if len(args) > 0 {
 		cmd = args[0]
 	}
+	if cmd != "serve" && cmd != "migrate" {
+		return service.Usagef("unknown command %q (want serve or migrate)", cmd)
+	}
 	cfg, err := config.FromEnv(class)
 	if err != nil {
 		return err
@@ -44,12 +47,8 @@ func Main(ctx context.Context, name, class string, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	switch cmd {
-	case "migrate":
+	if cmd == "migrate" {
 		return service.Migrate(ctx, pool, log)
-	case "serve":
-	default:
-		return fmt.Errorf("unknown command %q (want serve or migrate)", cmd)
 	}
 
 	keyBytes, err := os.ReadFile(cfg.ServiceKeyFile)

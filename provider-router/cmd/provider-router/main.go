@@ -43,23 +43,69 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/service"
 )
 
-func main() { service.Main("provider-router", run) }
+const usage = `Usage: provider-router [command]
+
+The only holder of provider credentials: routes each LLM call of an executor to the
+organisation's provider and governs rate, tokens and money before a provider sees it.
+
+Commands:
+  serve                 serve /internal/ai/chat behind its three locks (default)
+  migrate               apply database migrations and exit
+  certs --dir DIR [--router-dir DIR] [--executor-dir DIR]
+                        create (once) a development CA and the router's and executor's
+                        certificates
+  credentials keygen --file PATH [--id ID] [--rotate]
+                        create a key ring file, or add a new current key to it
+  credentials set --org SLUG --provider NAME --key-file PATH|-
+                        encrypt and store a provider's API key (from a file or stdin)
+  credentials rotate    re-encrypt every credential under the current key
+  help                  print this help
+
+Environment:
+  SWITCHYARD_DATABASE_URL      Postgres (required)
+  SWITCHYARD_REDIS_URL         Redis (required to serve)
+  SWITCHYARD_SERVICE_KEY_FILE  file holding the service key callers present (required to serve)
+  SWITCHYARD_ROUTER_ADDR       listen address (default 127.0.0.1:8090)
+  SWITCHYARD_ROUTER_TLS_CERT, SWITCHYARD_ROUTER_TLS_KEY, SWITCHYARD_ROUTER_CLIENT_CA
+                               mutual TLS: all three, or none on a loopback address
+  SWITCHYARD_ROUTER_KEYS_FILE  credential key ring (or SWITCHYARD_ROUTER_KEYS, inline JSON)
+  SWITCHYARD_LOG_LEVEL         debug, info, warn or error (default info)
+
+See docs/router.md for the rest.
+`
+
+func main() { service.Main("provider-router", usage, run) }
 
 func run(ctx context.Context, args []string) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	var set credentialSet
 	switch cmd {
 	case "certs":
 		return certs(args)
 	case "credentials":
-		if len(args) > 0 && args[0] == "keygen" {
+		sub := ""
+		if len(args) > 0 {
+			sub = args[0]
+		}
+		switch sub {
+		case "keygen":
 			return keygen(args[1:])
+		case "set":
+			// Flags first, so that a bad flag or --help needs no database.
+			var err error
+			if set, err = parseCredentialSet(args[1:]); err != nil {
+				return err
+			}
+		case "rotate":
+		default:
+			return service.Usagef("credentials: want keygen, set or rotate, not %q", sub)
 		}
 	case "serve", "migrate":
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, certs or credentials)", cmd)
+		return service.Usagef("unknown command %q (want serve, migrate, certs or credentials)", cmd)
 	}
 	cfg, err := config.FromEnv(cmd == "serve")
 	if err != nil {
@@ -78,15 +124,15 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return credentials(ctx, &credential.Store{DB: pool, Ring: ring}, args, os.Stdin, log)
+		return credentials(ctx, &credential.Store{DB: pool, Ring: ring}, args[0], set, os.Stdin, log)
 	}
 	return serve(ctx, cfg, log, pool)
 }
 
 func certs(args []string) error {
-	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
+	fs := flag.NewFlagSet("provider-router certs", flag.ContinueOnError)
 	dir := fs.String("dir", ".run/tls", "directory for ca.pem, router.pem, executor.pem and their keys")
-	if err := fs.Parse(args); err != nil {
+	if err := flagParse(fs, args); err != nil {
 		return err
 	}
 	res, err := mtls.EnsureDevCA(*dir)
@@ -102,15 +148,15 @@ func certs(args []string) error {
 }
 
 func keygen(args []string) error {
-	fs := flag.NewFlagSet("credentials keygen", flag.ContinueOnError)
+	fs := flag.NewFlagSet("provider-router credentials keygen", flag.ContinueOnError)
 	file := fs.String("file", "", "key ring file (JSON) to create or extend")
 	id := fs.String("id", time.Now().UTC().Format("k20060102T150405"), "id of the new key")
 	rotate := fs.Bool("rotate", false, "add a new current key to an existing file")
-	if err := fs.Parse(args); err != nil {
+	if err := flagParse(fs, args); err != nil {
 		return err
 	}
 	if *file == "" {
-		return errors.New("credentials keygen: --file is required")
+		return service.Usagef("credentials keygen: --file is required")
 	}
 	created, err := credential.GenerateKeyFile(*file, *id, *rotate)
 	if err != nil {
@@ -124,51 +170,63 @@ func keygen(args []string) error {
 	return nil
 }
 
-func credentials(ctx context.Context, store *credential.Store, args []string, stdin io.Reader, log *slog.Logger) error {
-	if len(args) == 0 {
-		return errors.New("credentials: want keygen, set or rotate")
+// credentialSet is the parsed command line of `credentials set`.
+type credentialSet struct{ org, provider, keyFile string }
+
+func parseCredentialSet(args []string) (credentialSet, error) {
+	var c credentialSet
+	fs := flag.NewFlagSet("provider-router credentials set", flag.ContinueOnError)
+	fs.StringVar(&c.org, "org", "", "organisation slug")
+	fs.StringVar(&c.provider, "provider", "", "provider config name")
+	fs.StringVar(&c.keyFile, "key-file", "", "file holding the API key, or - for stdin")
+	if err := flagParse(fs, args); err != nil {
+		return c, err
 	}
-	switch args[0] {
-	case "rotate":
+	if c.org == "" || c.provider == "" || c.keyFile == "" {
+		return c, service.Usagef("credentials set: --org, --provider and --key-file are required")
+	}
+	return c, nil
+}
+
+// flagParse parses a subcommand's flags: -h is flag.ErrHelp (exit 0), anything else wrong
+// is a usage error.
+func flagParse(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return service.UsageError{Err: err}
+}
+
+func credentials(ctx context.Context, store *credential.Store, sub string, set credentialSet, stdin io.Reader, log *slog.Logger) error {
+	if sub == "rotate" {
 		n, err := store.Rotate(ctx)
 		if err != nil {
 			return err
 		}
 		log.Info("credentials re-encrypted", "count", n, "key_id", store.Ring.Current())
 		return nil
-	case "set":
-		fs := flag.NewFlagSet("credentials set", flag.ContinueOnError)
-		org := fs.String("org", "", "organisation slug")
-		prov := fs.String("provider", "", "provider config name")
-		keyFile := fs.String("key-file", "", "file holding the API key, or - for stdin")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *org == "" || *prov == "" || *keyFile == "" {
-			return errors.New("credentials set: --org, --provider and --key-file are required")
-		}
-		var raw []byte
-		var err error
-		if *keyFile == "-" {
-			raw, err = io.ReadAll(bufio.NewReader(io.LimitReader(stdin, 64<<10)))
-		} else {
-			raw, err = os.ReadFile(*keyFile)
-		}
-		if err != nil {
-			return fmt.Errorf("reading the key: %w", err)
-		}
-		secret := credential.Secret(strings.TrimSpace(string(raw)))
-		clear(raw)
-		if secret == "" {
-			return errors.New("credentials set: the key is empty")
-		}
-		if err := store.Set(ctx, *org, *prov, secret); err != nil {
-			return err
-		}
-		log.Info("credential stored", "org", *org, "provider", *prov, "key_id", store.Ring.Current())
-		return nil
 	}
-	return fmt.Errorf("credentials: unknown subcommand %q (want keygen, set or rotate)", args[0])
+	var raw []byte
+	var err error
+	if set.keyFile == "-" {
+		raw, err = io.ReadAll(bufio.NewReader(io.LimitReader(stdin, 64<<10)))
+	} else {
+		raw, err = os.ReadFile(set.keyFile)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the key: %w", err)
+	}
+	secret := credential.Secret(strings.TrimSpace(string(raw)))
+	clear(raw)
+	if secret == "" {
+		return errors.New("credentials set: the key is empty")
+	}
+	if err := store.Set(ctx, set.org, set.provider, secret); err != nil {
+		return err
+	}
+	log.Info("credential stored", "org", set.org, "provider", set.provider, "key_id", store.Ring.Current())
+	return nil
 }
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpool.Pool) error {
