@@ -4,7 +4,8 @@
 //
 //	provider-router serve                 serve /internal/ai/chat (default)
 //	provider-router migrate               apply database migrations and exit
-//	provider-router certs --dir DIR       create (once) a development CA and the router's and executor's certificates
+//	provider-router certs --dir DIR [--router-dir DIR] [--executor-dir DIR]
+//	                                      create (once) a development CA and the router's and executor's certificates
 //	provider-router credentials keygen --file PATH [--id ID] [--rotate]
 //	                                      create a key ring file, or add a new current key to it
 //	provider-router credentials set --org SLUG --provider NAME --key-file PATH|-
@@ -131,18 +132,21 @@ func run(ctx context.Context, args []string) error {
 
 func certs(args []string) error {
 	fs := flag.NewFlagSet("provider-router certs", flag.ContinueOnError)
-	dir := fs.String("dir", ".run/tls", "directory for ca.pem, router.pem, executor.pem and their keys")
+	var l mtls.Layout
+	fs.StringVar(&l.CA, "dir", ".run/tls", "directory for the CA (ca.pem, ca-key.pem) and, unless moved by the next two flags, every certificate")
+	fs.StringVar(&l.Router, "router-dir", "", "directory for the router's router.pem, router-key.pem and a copy of ca.pem (default --dir)")
+	fs.StringVar(&l.Executor, "executor-dir", "", "directory for the executor's executor.pem, executor-key.pem and a copy of ca.pem (default --dir)")
 	if err := flagParse(fs, args); err != nil {
 		return err
 	}
-	res, err := mtls.EnsureDevCA(*dir)
+	res, err := mtls.EnsureDevCAAt(l)
 	if err != nil {
 		return err
 	}
 	if len(res.Created) == 0 {
-		fmt.Fprintf(os.Stderr, "certs: %s already holds a valid development CA and certificates\n", *dir)
+		fmt.Fprintf(os.Stderr, "certs: %s already holds a valid development CA and certificates\n", l.CA)
 	} else {
-		fmt.Fprintf(os.Stderr, "certs: wrote %s in %s\n", strings.Join(res.Created, ", "), *dir)
+		fmt.Fprintf(os.Stderr, "certs: wrote %s in %s\n", strings.Join(res.Created, ", "), l.CA)
 	}
 	return nil
 }

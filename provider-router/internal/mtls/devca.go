@@ -1,6 +1,8 @@
 package mtls
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/url"
@@ -35,21 +38,46 @@ const ExecutorURI = "spiffe://switchyard.local/executor"
 // DevCA reports what EnsureDevCA did.
 type DevCA struct {
 	Dir     string
-	Created []string // files written this time; empty when everything was already valid
+	Created []string // files written this time, relative to Dir; empty when everything was already valid
 }
 
-// EnsureDevCA makes dir hold a development CA and two certificates it signed: the
-// router's server certificate (SANs 127.0.0.1, ::1, localhost, provider-router) and the
-// executor's client certificate (CN executor, URI SAN ExecutorURI). It is idempotent:
+// Layout says where EnsureDevCAAt writes, so that each process is given only its own
+// files. CA holds the CA's certificate and private key, which only the `certs` command
+// reads; Router holds the router's server certificate and key, Executor the executor's
+// client certificate and key, and each of the two a copy of the CA certificate (to verify
+// the other side). An empty Router or Executor means CA.
+type Layout struct {
+	CA, Router, Executor string
+}
+
+// EnsureDevCA makes dir hold a development CA and two certificates it signed, every file
+// in the one directory: EnsureDevCAAt with Layout{CA: dir}.
+func EnsureDevCA(dir string) (DevCA, error) { return EnsureDevCAAt(Layout{CA: dir}) }
+
+// EnsureDevCAAt makes l.CA hold a development CA, l.Router the router's server certificate
+// (SANs 127.0.0.1, ::1, localhost, provider-router) and l.Executor the executor's client
+// certificate (CN executor, URI SAN ExecutorURI), both signed by the CA. It is idempotent:
 // files that exist, parse, are signed by the CA and stay valid for another week are kept;
-// a missing or invalid CA re-issues everything. Private keys are written 0600.
-func EnsureDevCA(dir string) (DevCA, error) {
-	res := DevCA{Dir: dir}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return res, fmt.Errorf("creating %s: %w", dir, err)
+// a missing or invalid CA re-issues everything. Directories are created 0700 and every
+// file is written 0600.
+func EnsureDevCAAt(l Layout) (DevCA, error) {
+	l.Router = cmp.Or(l.Router, l.CA)
+	l.Executor = cmp.Or(l.Executor, l.CA)
+	res := DevCA{Dir: l.CA}
+	for _, d := range []string{l.CA, l.Router, l.Executor} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return res, fmt.Errorf("creating %s: %w", d, err)
+		}
 	}
-	path := func(name string) string { return filepath.Join(dir, name) }
-	ca, caKey, err := loadPair(path(CAFile), path(CAKeyFile), nil)
+	created := func(dir, name string) {
+		rel, err := filepath.Rel(l.CA, filepath.Join(dir, name))
+		if err != nil {
+			rel = filepath.Join(dir, name)
+		}
+		res.Created = append(res.Created, rel)
+	}
+	caFile, caKeyFile := filepath.Join(l.CA, CAFile), filepath.Join(l.CA, CAKeyFile)
+	ca, caKey, err := loadPair(caFile, caKeyFile, nil)
 	if err != nil {
 		ca, caKey, err = newCert(nil, nil, &x509.Certificate{
 			Subject:               pkix.Name{CommonName: "Switchyard development CA", Organization: []string{"Switchyard"}},
@@ -62,19 +90,21 @@ func EnsureDevCA(dir string) (DevCA, error) {
 		if err != nil {
 			return res, fmt.Errorf("creating the development CA: %w", err)
 		}
-		if err := writePair(path(CAFile), path(CAKeyFile), ca, caKey); err != nil {
+		if err := writePair(caFile, caKeyFile, ca, caKey); err != nil {
 			return res, err
 		}
-		res.Created = append(res.Created, CAFile, CAKeyFile)
+		created(l.CA, CAFile)
+		created(l.CA, CAKeyFile)
 		// A new CA invalidates every certificate the old one signed.
-		_ = os.Remove(path(RouterFile))
-		_ = os.Remove(path(ExecutorFile))
+		_ = os.Remove(filepath.Join(l.Router, RouterFile))
+		_ = os.Remove(filepath.Join(l.Executor, ExecutorFile))
 	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
 	leaves := []struct {
-		cert, key string
-		tmpl      *x509.Certificate
+		dir, cert, key string
+		tmpl           *x509.Certificate
 	}{
-		{RouterFile, RouterKeyFile, &x509.Certificate{
+		{l.Router, RouterFile, RouterKeyFile, &x509.Certificate{
 			Subject:     pkix.Name{CommonName: "provider-router", Organization: []string{"Switchyard"}},
 			DNSNames:    []string{"localhost", "provider-router"},
 			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
@@ -82,7 +112,7 @@ func EnsureDevCA(dir string) (DevCA, error) {
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 			NotAfter:    time.Now().AddDate(2, 0, 0),
 		}},
-		{ExecutorFile, ExecutorKeyFile, &x509.Certificate{
+		{l.Executor, ExecutorFile, ExecutorKeyFile, &x509.Certificate{
 			Subject:     pkix.Name{CommonName: "executor", Organization: []string{"Switchyard"}},
 			URIs:        []*url.URL{mustURL(ExecutorURI)},
 			KeyUsage:    x509.KeyUsageDigitalSignature,
@@ -90,18 +120,30 @@ func EnsureDevCA(dir string) (DevCA, error) {
 			NotAfter:    time.Now().AddDate(2, 0, 0),
 		}},
 	}
-	for _, l := range leaves {
-		if _, _, err := loadPair(path(l.cert), path(l.key), ca); err == nil {
+	for _, leaf := range leaves {
+		if leaf.dir != l.CA {
+			// The holder's copy of the CA certificate, to verify the other side.
+			copyFile := filepath.Join(leaf.dir, CAFile)
+			if have, err := os.ReadFile(copyFile); err != nil || !bytes.Equal(have, caPEM) {
+				if err := writeFile(copyFile, caPEM); err != nil {
+					return res, err
+				}
+				created(leaf.dir, CAFile)
+			}
+		}
+		certFile, keyFile := filepath.Join(leaf.dir, leaf.cert), filepath.Join(leaf.dir, leaf.key)
+		if _, _, err := loadPair(certFile, keyFile, ca); err == nil {
 			continue
 		}
-		cert, key, err := newCert(ca, caKey, l.tmpl)
+		cert, key, err := newCert(ca, caKey, leaf.tmpl)
 		if err != nil {
-			return res, fmt.Errorf("issuing %s: %w", l.cert, err)
+			return res, fmt.Errorf("issuing %s: %w", leaf.cert, err)
 		}
-		if err := writePair(path(l.cert), path(l.key), cert, key); err != nil {
+		if err := writePair(certFile, keyFile, cert, key); err != nil {
 			return res, err
 		}
-		res.Created = append(res.Created, l.cert, l.key)
+		created(leaf.dir, leaf.cert)
+		created(leaf.dir, leaf.key)
 	}
 	return res, nil
 }
@@ -198,11 +240,20 @@ func writePair(certFile, keyFile string, cert *x509.Certificate, key *ecdsa.Priv
 	if err != nil {
 		return fmt.Errorf("encoding key: %w", err)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", keyFile, err)
+	if err := writeFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})); err != nil {
+		return err
 	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", certFile, err)
+	return writeFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}))
+}
+
+// writeFile writes data to a new file of mode 0600: an existing file is removed first, so
+// that a looser mode it had never applies to the new content.
+func writeFile(name string, data []byte) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("replacing %s: %w", name, err)
+	}
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
 }
