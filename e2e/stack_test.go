@@ -208,8 +208,14 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 
 func (s *Stack) start(bin string, args ...string) {
 	s.t.Helper()
+	s.startWith(bin, append(os.Environ(), s.Env...), args...)
+}
+
+// startWith starts a binary with exactly the environment env and stops it when the test ends.
+func (s *Stack) startWith(bin string, env []string, args ...string) {
+	s.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, bin), args...)
-	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = env
 	buf := &bytes.Buffer{}
 	cmd.Stdout = lockedWriter{&s.mu, buf}
 	cmd.Stderr = lockedWriter{&s.mu, buf}

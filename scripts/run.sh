@@ -8,6 +8,15 @@
 #   scripts/run.sh start   the same, but return as soon as everything is ready (processes stay up)
 #   scripts/run.sh stop    stop the services and the run profile's Postgres and Redis
 #   scripts/run.sh status  show what is running
+#   scripts/run.sh secrets          create (once) each process's secrets; needs .run/bin/provider-router
+#   scripts/run.sh command NAME     print the command NAME is started with, one argument a line:
+#                                   `env -i`, its whole environment, its binary and arguments
+#
+# Each process is given only its own secrets (docs/operations.md, "Secrets"): it starts from an
+# empty environment (env -i) plus what it needs; the router's files are in
+# .run/secrets/provider-router/, the executors' in .run/secrets/executor/, the dev CA's in
+# .run/ca/ (read only by `provider-router certs`); the dispatcher, sim-llm and the demo tool
+# are given none.
 #
 # Running it again while the stack is up and ready prints the summary and exits 0 without
 # restarting anything (run `make stop` first to restart). A stack that is only partly up (a
@@ -22,6 +31,9 @@
 #   SWITCHYARD_NO_BUILD=1   use the binaries already in .run/bin
 #   SWITCHYARD_READY_TIMEOUT [60]  seconds each process may take to become healthy
 #   SWITCHYARD_PG_PORT, SWITCHYARD_REDIS_PORT    move Postgres/Redis (see scripts/stack.sh)
+#   SWITCHYARD_RUN_DIR [.run]  binaries, logs, pids and secrets (Postgres and Redis data stay in .run)
+# Other SWITCHYARD_*, SIM_LLM_* and DEMO_TOOL_* variables of the caller reach the services,
+# except secrets (names with a KEY, KEYS, CERT, CA, SECRET, TOKEN or PASSWORD word).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,19 +41,27 @@ cd "$root"
 
 mode=${1:-run}
 case "$mode" in
-  run|start|stop|status) ;;
-  *) echo "usage: scripts/run.sh [run|start|stop|status]" >&2; exit 2 ;;
+  run|start|stop|status|secrets) ;;
+  command)
+    [ $# -eq 2 ] || { echo "usage: scripts/run.sh command NAME" >&2; exit 2; } ;;
+  *) echo "usage: scripts/run.sh [run|start|stop|status|secrets|command NAME]" >&2; exit 2 ;;
 esac
 
 t0=$(date +%s%N)
-run_dir="$root/.run"
+run_dir="${SWITCHYARD_RUN_DIR:-$root/.run}"
 bin_dir="$run_dir/bin"
 log_dir="$run_dir/logs"
 pid_dir="$run_dir/pids"
-key_file=".run/admin.key"
-service_key="$run_dir/service.key"
-tls_dir="$run_dir/tls"
-router_keys="$run_dir/router-keys.json"
+key_file="$run_dir/admin.key"
+# The dev CA: only `provider-router certs` reads its private key, no service.
+ca_dir="$run_dir/ca"
+# Each process's own secrets, 0600 files in 0700 directories.
+router_secrets="$run_dir/secrets/provider-router"
+executor_secrets="$run_dir/secrets/executor"
+log_level=${SWITCHYARD_LOG_LEVEL:-info}
+
+# shown names paths under the repository relative to it, as a user would type them.
+shown() { echo "${1#"$root"/}"; }
 
 dispatcher_addr=${SWITCHYARD_DISPATCHER_ADDR:-127.0.0.1:8080}
 router_addr=${SWITCHYARD_ROUTER_ADDR:-127.0.0.1:8090}
@@ -129,7 +149,7 @@ alive() {
 http_ok() {
   if [[ "$1" == https://* ]]; then
     # /healthz needs no client certificate, only trust in the dev CA.
-    curl -fsS -o /dev/null --max-time 2 --cacert "$tls_dir/ca.pem" "$1" 2>/dev/null
+    curl -fsS -o /dev/null --max-time 2 --cacert "$ca_dir/ca.pem" "$1" 2>/dev/null
     return
   fi
   if command -v curl >/dev/null 2>&1; then
@@ -193,22 +213,116 @@ fail() {
   exit 1
 }
 
+# Variables run.sh sets for the services itself, and the knobs of the scripts: never passed
+# through from the caller's environment.
+run_sets=" SWITCHYARD_DATABASE_URL SWITCHYARD_REDIS_URL SWITCHYARD_LOG_LEVEL SWITCHYARD_DISPATCHER_ADDR
+  SWITCHYARD_ROUTER_ADDR SWITCHYARD_EXECUTOR_ADDR SWITCHYARD_EXECUTOR_GPU_ADDR SWITCHYARD_ROUTER_URL SIM_LLM_ADDR
+  SWITCHYARD_GPU SWITCHYARD_NO_BUILD SWITCHYARD_READY_TIMEOUT SWITCHYARD_RUN_DIR SWITCHYARD_PG_PORT
+  SWITCHYARD_REDIS_PORT SWITCHYARD_KEEP_STACK "
+
+# passthrough prints (NUL-separated NAME=value) what of the caller's environment a service may
+# see: PATH, HOME, locale, time zone, the Go runtime's knobs, and the SWITCHYARD_*, SIM_LLM_*
+# and DEMO_TOOL_* settings that are not secrets — any name with a KEY, KEYS, CERT, CA, SECRET,
+# TOKEN or PASSWORD word is dropped: each service is given its own secrets by env_of.
+passthrough() {
+  local name
+  for name in $(compgen -e); do
+    case "$name" in
+      PATH|HOME|USER|LANG|LC_*|TZ|TMPDIR|GOMAXPROCS|GOGC|GOMEMLIMIT|GODEBUG|GOTRACEBACK) ;;
+      SWITCHYARD_TEST_*) continue ;;
+      SWITCHYARD_*|SIM_LLM_*|DEMO_TOOL_*)
+        [[ "_${name}_" =~ _(KEYS?|CERT|CA|SECRETS?|TOKEN|PASSWORD)_ ]] && continue
+        [[ "$run_sets" == *" $name "* ]] && continue
+        ;;
+      *) continue ;;
+    esac
+    printf '%s=%s\0' "$name" "${!name}"
+  done
+}
+
+# env_of sets the array envv to a service's whole environment: the passthrough, and what it
+# needs — the stores for the router, the executors and the dispatcher; its own secrets for the
+# router and the executors; nothing more for sim-llm and the demo tool.
+env_of() {
+  mapfile -d '' envv < <(passthrough)
+  envv+=("SWITCHYARD_LOG_LEVEL=$log_level")
+  local stores=("SWITCHYARD_DATABASE_URL=$SWITCHYARD_DATABASE_URL" "SWITCHYARD_REDIS_URL=$SWITCHYARD_REDIS_URL")
+  case "$1" in
+    provider-router) envv+=("${stores[@]}" "SWITCHYARD_ROUTER_ADDR=$router_addr"
+      "SWITCHYARD_SERVICE_KEY_FILE=$router_secrets/service.key"
+      "SWITCHYARD_ROUTER_TLS_CERT=$router_secrets/router.pem" "SWITCHYARD_ROUTER_TLS_KEY=$router_secrets/router-key.pem"
+      "SWITCHYARD_ROUTER_CLIENT_CA=$router_secrets/ca.pem" "SWITCHYARD_ROUTER_KEYS_FILE=$router_secrets/router-keys.json") ;;
+    executor|executor-gpu) envv+=("${stores[@]}" "SWITCHYARD_EXECUTOR_ADDR=$(addr_of "$1")"
+      "SWITCHYARD_ROUTER_URL=${SWITCHYARD_ROUTER_URL:-$(url_of provider-router)}"
+      "SWITCHYARD_SERVICE_KEY_FILE=$executor_secrets/service.key" "SWITCHYARD_ROUTER_CA_FILE=$executor_secrets/ca.pem"
+      "SWITCHYARD_ROUTER_CERT_FILE=$executor_secrets/executor.pem" "SWITCHYARD_ROUTER_KEY_FILE=$executor_secrets/executor-key.pem") ;;
+    dispatcher) envv+=("${stores[@]}" "SWITCHYARD_DISPATCHER_ADDR=$dispatcher_addr") ;;
+  esac
+}
+
+# command_of sets the array cmd to the command a service is started with.
+command_of() {
+  local name=$1
+  env_of "$name"
+  cmd=(env -i "${envv[@]}" "$bin_dir/$name")
+  case "$name" in
+    sim-llm) cmd+=(--addr "$sim_addr") ;;
+    demo-tool) cmd+=(--addr "$demo_tool_addr") ;;
+    *) cmd+=(serve) ;;
+  esac
+}
+
+# prepare_secrets creates what is missing of each process's secrets and keeps what exists: the
+# service key (the router's copy and the executors' copy of the same key), the dev CA and the
+# router's and executors' certificates, and the router's credential key ring.
+prepare_secrets() {
+  [ -x "$bin_dir/provider-router" ] || fail certs "$bin_dir/provider-router is missing (did the build produce it?)"
+  (umask 077 && mkdir -p "$ca_dir" "$router_secrets" "$executor_secrets")
+  migrate_shared_secrets
+  if [ ! -s "$router_secrets/service.key" ]; then
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$router_secrets/service.key")
+    say "created $(shown "$router_secrets/service.key")"
+  fi
+  cmp -s "$router_secrets/service.key" "$executor_secrets/service.key" ||
+    install -m 600 "$router_secrets/service.key" "$executor_secrets/service.key"
+  "$bin_dir/provider-router" certs --dir "$ca_dir" --router-dir "$router_secrets" --executor-dir "$executor_secrets" \
+    >"$log_dir/certs.log" 2>&1 || fail certs "provider-router certs failed; see $(shown "$log_dir/certs.log")"
+  "$bin_dir/provider-router" credentials keygen --file "$router_secrets/router-keys.json" >>"$log_dir/certs.log" 2>&1 ||
+    fail certs "provider-router credentials keygen failed; see $(shown "$log_dir/certs.log")"
+  chmod 700 "$ca_dir" "$run_dir/secrets" "$router_secrets" "$executor_secrets"
+  find "$ca_dir" "$run_dir/secrets" -type f -exec chmod 600 {} +
+}
+
+# migrate_shared_secrets moves the secrets of the layout every process shared (.run/service.key,
+# .run/tls/, .run/router-keys.json) to their owners, so that stored credentials stay readable
+# and the CA is kept; the shared copies are removed.
+migrate_shared_secrets() {
+  if [ -s "$run_dir/service.key" ] && [ ! -s "$router_secrets/service.key" ]; then
+    mv "$run_dir/service.key" "$router_secrets/service.key"
+  fi
+  rm -f "$run_dir/service.key"
+  if [ -s "$run_dir/router-keys.json" ]; then
+    if [ -s "$router_secrets/router-keys.json" ]; then
+      say "warning: both $(shown "$run_dir/router-keys.json") and $(shown "$router_secrets/router-keys.json") exist; the router uses the second: remove the first once you know it is not needed"
+    else
+      mv "$run_dir/router-keys.json" "$router_secrets/router-keys.json"
+      say "moved the credential key ring to $(shown "$router_secrets/router-keys.json")"
+    fi
+  fi
+  if [ -d "$run_dir/tls" ]; then
+    if [ ! -s "$ca_dir/ca-key.pem" ] && [ -s "$run_dir/tls/ca-key.pem" ]; then
+      mv "$run_dir/tls/ca.pem" "$run_dir/tls/ca-key.pem" "$ca_dir/"
+    fi
+    rm -rf "$run_dir/tls"
+    say "moved the dev CA to $(shown "$ca_dir") and removed the shared $(shown "$run_dir/tls")"
+  fi
+}
+
 start_service() {
-  local name=$1 log="$log_dir/$1.log" cmd
+  local name=$1 log="$log_dir/$1.log"
   [ -x "$bin_dir/$name" ] || fail "$name" "$bin_dir/$name is missing (did the build produce it?)"
   [ -f "$log" ] && mv -f "$log" "$log.1"
-  case "$name" in
-    sim-llm) cmd=("$bin_dir/$name" --addr "$sim_addr") ;;
-    demo-tool) cmd=("$bin_dir/$name" --addr "$demo_tool_addr") ;;
-    # Only the router holds the server certificate and the credential key ring; only the
-    # executors hold a client certificate.
-    provider-router) cmd=(env "SWITCHYARD_ROUTER_TLS_CERT=$tls_dir/router.pem" "SWITCHYARD_ROUTER_TLS_KEY=$tls_dir/router-key.pem"
-      "SWITCHYARD_ROUTER_CLIENT_CA=$tls_dir/ca.pem" "SWITCHYARD_ROUTER_KEYS_FILE=$router_keys" "$bin_dir/$name" serve) ;;
-    executor|executor-gpu) cmd=(env "SWITCHYARD_EXECUTOR_ADDR=$(addr_of "$name")" "SWITCHYARD_ROUTER_CA_FILE=$tls_dir/ca.pem"
-      "SWITCHYARD_ROUTER_CERT_FILE=$tls_dir/executor.pem" "SWITCHYARD_ROUTER_KEY_FILE=$tls_dir/executor-key.pem"
-      "$bin_dir/$name" serve) ;;
-    *) cmd=("$bin_dir/$name" serve) ;;
-  esac
+  command_of "$name"
   # setsid: own session, so a terminal's Ctrl-C or hang-up reaches only this script, which stops
   # the services in order; and `make start` can leave them running. setsid and env exec in place,
   # so $! is the service's own pid.
@@ -237,7 +351,7 @@ elapsed() {
 
 summary() {
   local key="(no key file: see .run/logs/bootstrap.log)" hostport
-  [ -s "$root/$key_file" ] && key=$(cat "$root/$key_file")
+  [ -s "$key_file" ] && key=$(cat "$key_file")
   hostport=${dispatcher_addr/#127.0.0.1:/localhost:}
   case "$hostport" in :*|0.0.0.0:*) hostport="localhost:${dispatcher_addr##*:}" ;; esac
   cat <<EOF
@@ -254,10 +368,10 @@ EOF
   redis            ${SWITCHYARD_REDIS_URL}
   logs             .run/logs/<name>.log   (e.g. tail -f .run/logs/dispatcher.log)
   pids             .run/pids/<name>.pid
-  admin key        $key   (in $key_file)
+  admin key        $key   (in $(shown "$key_file"))
 
 Try:
-  curl -s -X POST $hostport/api/v1/dispatch -H "Authorization: Bearer \$(cat $key_file)" -H 'Content-Type: application/json' -d '{"job_type":"demo_llm","payload":{"messages":[{"role":"user","content":"Hello"}]}}'
+  curl -s -X POST $hostport/api/v1/dispatch -H "Authorization: Bearer \$(cat $(shown "$key_file"))" -H 'Content-Type: application/json' -d '{"job_type":"demo_llm","payload":{"messages":[{"role":"user","content":"Hello"}]}}'
 
 EOF
 }
@@ -268,6 +382,16 @@ eval "$("$root/scripts/stack.sh" env run)"
 case "$mode" in
   stop)
     stop_everything
+    exit 0
+    ;;
+  secrets)
+    prepare_secrets
+    exit 0
+    ;;
+  command)
+    case " ${all_services[*]} " in *" $2 "*) ;; *) echo "run.sh: unknown service '$2' (want one of ${all_services[*]})" >&2; exit 2 ;; esac
+    command_of "$2"
+    printf '%s\n' "${cmd[@]}"
     exit 0
     ;;
   status)
@@ -316,31 +440,16 @@ fi
 
 "$root/scripts/stack.sh" start run
 
-if [ ! -s "$service_key" ]; then
-  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$service_key")
-  say "created .run/service.key"
-fi
-chmod 600 "$service_key"
-# The dev CA and the router's and executor's certificates, and the key ring that encrypts
-# provider credentials at rest; both commands keep what already exists.
-"$bin_dir/provider-router" certs --dir "$tls_dir" >"$log_dir/certs.log" 2>&1 ||
-  fail certs "provider-router certs failed; see .run/logs/certs.log"
-"$bin_dir/provider-router" credentials keygen --file "$router_keys" >>"$log_dir/certs.log" 2>&1 ||
-  fail certs "provider-router credentials keygen failed; see .run/logs/certs.log"
+prepare_secrets
 
-export SWITCHYARD_LOG_LEVEL=${SWITCHYARD_LOG_LEVEL:-info}
-export SWITCHYARD_SERVICE_KEY_FILE="$service_key"
-export SWITCHYARD_DISPATCHER_ADDR="$dispatcher_addr"
-export SWITCHYARD_ROUTER_ADDR="$router_addr"
-export SWITCHYARD_ROUTER_URL="${SWITCHYARD_ROUTER_URL:-$(url_of provider-router)}"
-export SIM_LLM_ADDR="$sim_addr"
-
+# The set-up steps run with the dispatcher's environment: no secret of the router or the executor.
+env_of dispatcher
 say "migrating the database"
-"$bin_dir/dispatcher" migrate >"$log_dir/migrate.log" 2>&1 || fail migrate "dispatcher migrate failed"
+env -i "${envv[@]}" "$bin_dir/dispatcher" migrate >"$log_dir/migrate.log" 2>&1 || fail migrate "dispatcher migrate failed"
 
 say "bootstrapping (organisation, admin key, sim-llm provider, tools/, skills/)"
 # stdout carries the admin key: keep it out of the log; the key file is the record.
-"$bin_dir/dispatcher" bootstrap --skills skills --tools tools --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
+env -i "${envv[@]}" "$bin_dir/dispatcher" bootstrap --skills skills --tools tools --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
   2>"$log_dir/bootstrap.log" >/dev/null || fail bootstrap "dispatcher bootstrap failed"
 [ -f "$key_file" ] && chmod 600 "$key_file"
 
