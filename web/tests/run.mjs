@@ -251,6 +251,61 @@ await test('a ReAct run\'s tree grows live', async () => {
   await shot(page, '12-react-done');
 });
 
+await test('the dashboard tells 150 runs apart and pages back to the oldest', async () => {
+  await requireSkill('demo_critical');
+  // 150 runs created together (one batch, so their ids share their leading time digits).
+  // demo_critical holds each for review, so no worker runs them; they are cancelled at once.
+  const items = Array.from({ length: 150 }, (_, i) => ({ job_type: 'demo_critical', payload: { prompt: `paging ${i}` } }));
+  const batch = await call(adminKey, 'POST', '/dispatch/batch', { items });
+  assert(batch.status === 207, `batch: ${batch.status} ${JSON.stringify(batch.body).slice(0, 300)}`);
+  const ids = batch.body.items.map((it) => it.result?.jobId);
+  assert(ids.every(Boolean), 'every batch item accepted: ' + JSON.stringify(batch.body.items.find((it) => !it.result)));
+  for (const id of ids) {
+    const r = await call(adminKey, 'POST', `/dispatch/${id}/cancel`);
+    assert(r.status === 200, `cancel ${id}: ${r.status}`);
+  }
+  // Every run of the organisation, newest first, through the API's cursor.
+  const all = [];
+  let cursor = '';
+  do {
+    const r = await call(adminKey, 'GET', '/dispatch?limit=200' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    all.push(...r.body.items.map((x) => x.jobId));
+    cursor = r.body.nextCursor;
+  } while (cursor);
+  assert(all.length >= 150, 'listed ' + all.length);
+
+  await page.goto(base + '/ui/#/runs');
+  await page.locator('[data-testid=conn][data-state=live]').waitFor();
+  await page.locator('tr[data-job]').first().waitFor();
+  const rows = page.locator('tr[data-job]');
+  const first = await rows.count();
+  assert(first < all.length, `the first page (${first} rows) is not every run (${all.length})`);
+  let pages = 1;
+  while (await page.locator('[data-testid=load-more]').count()) {
+    const n = await rows.count();
+    await page.locator('[data-testid=load-more]').click();
+    await page.waitForFunction((n) => document.querySelectorAll('tr[data-job]').length > n ||
+      !document.querySelector('[data-testid=load-more]'), n);
+    assert(++pages < 20, 'paging ends');
+  }
+  const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.job));
+  assert(shown.length === all.length, `every run shown after ${pages} pages: ${shown.length}/${all.length}`);
+  assert(shown.every((id, i) => id === all[i]), 'in the API\'s order, newest first, ending with the oldest');
+  assert((await page.locator('[data-testid=runs-count]').textContent()).includes('oldest'), 'says the oldest is shown');
+  const labels = await page.locator('tr[data-job] [data-testid=job-label]').allTextContents();
+  assert(labels.length === shown.length, `a label on every row (${labels.length}/${shown.length})`);
+  assert(new Set(labels).size === labels.length, `labels tell runs apart: ${new Set(labels).size} distinct of ${labels.length}`);
+  labels.forEach((l, i) => assert(shown[i].endsWith(l.replace(/^…/, '')), `label ${l} is part of ${shown[i]}`));
+  await shot(page, '13-dashboard-paged');
+
+  // The copy button copies the whole id.
+  await A.ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const oldest = page.locator(`tr[data-job="${all[all.length - 1]}"]`);
+  await oldest.locator('[data-testid=copy-id]').click();
+  await oldest.locator('[data-testid=copy-id]', { hasText: 'copied' }).waitFor();
+  assert((await page.evaluate(() => navigator.clipboard.readText())) === all[all.length - 1], 'the full id is copied');
+});
+
 await test('a second organisation sees none of the first one\'s runs', async () => {
   const B = await browserContext();
   current = B.page;
@@ -265,10 +320,10 @@ await test('a second organisation sees none of the first one\'s runs', async () 
     await page.goto(base + '/ui/#/runs');
     await page.locator(`tr[data-job="${d.jobId}"]`).waitFor();
     assert((await B.page.locator('tr[data-job]').count()) === 0, 'no runs of the first organisation');
-    await shot(B.page, '13-other-org-dashboard');
+    await shot(B.page, '14-other-org-dashboard');
     await B.page.goto(base + '/ui/#/runs/' + d.jobId);
     await B.page.locator('[data-testid=error]', { hasText: 'JOB_NOT_FOUND' }).waitFor();
-    await shot(B.page, '14-other-org-run');
+    await shot(B.page, '15-other-org-run');
     const list = await call(otherKey, 'GET', '/dispatch');
     assert(list.status === 200 && list.body.items.length === 0, 'API list is empty for the other org');
   } finally {

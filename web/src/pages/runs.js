@@ -2,6 +2,10 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, query } from '../api.js';
 import { openStream } from '../stream.js';
 import { html, ErrorBox, Loading, Empty, StatusBadge, ConnBadge, STATUSES, usd, when, ms } from '../ui.js';
+import { JobId, mergeRuns, newestFirst } from '../jobid.js';
+
+/** PAGE is how many runs one request lists (the API's default; it allows up to 200). */
+const PAGE = 50;
 
 const REFRESHING = new Set(['job:span', 'job:llm_call', 'job:llm_response', 'job:tool_call', 'job:tool_result', 'job:progress', 'job:gpu_metrics']);
 
@@ -13,31 +17,68 @@ function matches(run, f) {
   return true;
 }
 
-/** Runs is the live dashboard: the organisation's runs, updated from the org stream. */
+function listQuery(f, cursor) {
+  return query({
+    status: f.status, job_type: f.job_type, queue: f.queue,
+    since: f.since ? new Date(f.since).toISOString().replace(/\.\d{3}Z$/, 'Z') : '', limit: PAGE, cursor,
+  });
+}
+
+/** Runs is the live dashboard: the organisation's runs, newest first, a page at a time
+ * through the API's cursor ("Load older runs"), updated from the org stream. */
 export function Runs({ me }) {
   const [filter, setFilter] = useState({ status: '', job_type: '', queue: '', since: '' });
   const [runs, setRuns] = useState(null);
+  // cursor continues after the oldest run shown; null when the oldest run is shown.
+  const [cursor, setCursor] = useState(null);
+  const [older, setOlder] = useState(false); // a page of older runs is loading
   const [error, setError] = useState(null);
   const [conn, setConn] = useState({ state: 'connecting' });
   const filterRef = useRef(filter);
   filterRef.current = filter;
+  const cursorRef = useRef(cursor);
+  cursorRef.current = cursor;
+  // generation counts filter changes, so an answer for an old filter is dropped.
+  const generation = useRef(0);
   const canStream = me.roles.includes('viewer') || me.roles.includes('admin');
 
-  const load = async () => {
+  // load lists the newest page. After a filter change it replaces the list; after a stream
+  // reconnect (merge) it is merged in, so the older pages the operator loaded stay.
+  const load = async (merge) => {
     setError(null);
-    const f = filterRef.current;
+    const gen = merge ? generation.current : ++generation.current;
     try {
-      const res = await api('GET', '/dispatch' + query({
-        status: f.status, job_type: f.job_type, queue: f.queue,
-        since: f.since ? new Date(f.since).toISOString().replace(/\.\d{3}Z$/, 'Z') : '', limit: 100,
-      }));
-      setRuns(res.items || []);
+      const res = await api('GET', '/dispatch' + listQuery(filterRef.current, ''));
+      if (gen !== generation.current) return;
+      if (merge) {
+        setRuns((list) => mergeRuns(list || [], res.items || []));
+      } else {
+        setRuns(res.items || []);
+        setCursor(res.nextCursor || null);
+      }
     } catch (err) {
+      if (gen !== generation.current) return;
       setError(err);
       setRuns((r) => r || []);
     }
   };
-  useEffect(() => { load(); }, [filter]);
+  useEffect(() => { load(false); }, [filter]);
+
+  const loadOlder = async () => {
+    const gen = generation.current;
+    setOlder(true);
+    setError(null);
+    try {
+      const res = await api('GET', '/dispatch' + listQuery(filterRef.current, cursor));
+      if (gen !== generation.current) return;
+      setRuns((list) => mergeRuns(list || [], res.items || []));
+      setCursor(res.nextCursor || null);
+    } catch (err) {
+      if (gen === generation.current) setError(err);
+    } finally {
+      setOlder(false);
+    }
+  };
 
   // Live: each event of a run refetches that run (coalesced), so the row shows its status.
   useEffect(() => {
@@ -52,7 +93,10 @@ export function Runs({ me }) {
           setRuns((list) => {
             const rest = (list || []).filter((x) => x.jobId !== r.jobId);
             if (!matches(r, filterRef.current)) return rest;
-            return [r, ...rest].sort((a, b) => new Date(b.timings.createdAt) - new Date(a.timings.createdAt));
+            // A run older than the oldest shown belongs to a page not loaded yet.
+            const oldest = rest[rest.length - 1];
+            if (cursorRef.current && rest.length === (list || []).length && oldest && newestFirst(r, oldest) > 0) return rest;
+            return mergeRuns(rest, [r]);
           });
         } catch { /* the next event retries */ }
       }, 150));
@@ -63,7 +107,7 @@ export function Runs({ me }) {
     }, (state, detail) => {
       setConn({ state, detail });
       // Org streams are live only: after a reconnect, the list catches up from the API.
-      if (state === 'live' && reconnects++ > 0) load();
+      if (state === 'live' && reconnects++ > 0) load(true);
     });
     return () => { s.close(); pending.forEach(clearTimeout); };
   }, [canStream]);
@@ -86,9 +130,14 @@ export function Runs({ me }) {
         <thead><tr><th>created</th><th>job</th><th>skill</th><th>type</th><th>queue</th><th>status</th><th>duration</th><th>cost</th></tr></thead>
         <tbody>${runs.map((r) => html`<tr data-job=${r.jobId}>
           <td>${when(r.timings.createdAt)}</td>
-          <td><a href=${'#/runs/' + r.jobId}>${r.jobId.slice(0, 8)}</a></td>
+          <td><${JobId} id=${r.jobId} /></td>
           <td>${r.jobType}</td><td>${r.executionType}</td><td>${r.queue}</td>
           <td><${StatusBadge} status=${r.status} /></td>
-          <td>${ms(r.timings.durationMs)}</td><td>${usd(r.billing?.costUsd)}</td></tr>`)}</tbody></table>`}
+          <td>${ms(r.timings.durationMs)}</td><td>${usd(r.billing?.costUsd)}</td></tr>`)}</tbody></table>
+        <div class="paging">
+          <span data-testid="runs-count">${runs.length} run${runs.length === 1 ? '' : 's'} shown${cursor ? '' : ' — the oldest is shown'}</span>
+          ${cursor ? html`<button type="button" data-testid="load-more" disabled=${older} onClick=${loadOlder}>
+            ${older ? 'Loading…' : `Load older runs (${PAGE} more)`}</button>` : null}
+        </div>`}
   </section>`;
 }
