@@ -31,6 +31,12 @@ const (
 	// call: the usage ledger keeps one row per (job, step key), and a call repeated under
 	// the same pair is answered with the first call's answer instead of being paid again.
 	HeaderStepKey = "X-Step-Key"
+	// HeaderCapacityWait is how long, in milliseconds, the caller will hold its worker
+	// waiting for rate-limit capacity. A call that would wait longer is answered at once
+	// with 429 RATE_LIMIT_WAIT and a time to come back (context retry_after_ms, and
+	// Retry-After), so that waiting for a provider holds no worker. Absent: the call
+	// waits up to its deadline.
+	HeaderCapacityWait = "X-Capacity-Wait-MS"
 )
 
 // Billing is what the router adds to the ChatCompletion in its answer. The model that

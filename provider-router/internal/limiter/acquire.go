@@ -30,6 +30,11 @@ type Request struct {
 	// Deadline bounds the wait (as does ctx's deadline, whichever is sooner). Zero: no bound
 	// beyond ctx.
 	Deadline time.Time
+	// MaxWait, when positive, is the longest the caller will hold on in the queue: a caller
+	// that would wait longer (the queue ahead says so, or it has waited that long) is given
+	// a time to come back instead (*BusyError), so that waiting for capacity holds no
+	// worker. Zero: wait up to Deadline.
+	MaxWait time.Duration
 }
 
 func (r Request) validate() error {
@@ -40,6 +45,8 @@ func (r Request) validate() error {
 		return fmt.Errorf("limiter: Request.Tokens %d is negative", r.Tokens)
 	case r.Priority < PriorityCritical || r.Priority > PriorityLow:
 		return fmt.Errorf("limiter: Request.Priority %d is outside 0..3", r.Priority)
+	case r.MaxWait < 0:
+		return fmt.Errorf("limiter: Request.MaxWait %s is negative", r.MaxWait)
 	}
 	return nil
 }
@@ -84,9 +91,35 @@ func (e *DeadlineError) Error() string {
 // Is makes errors.Is(err, ErrDeadline) true.
 func (e *DeadlineError) Is(target error) bool { return target == ErrDeadline }
 
+// ErrBusy is matched (errors.Is) by every *BusyError.
+var ErrBusy = errors.New("limiter: the wait exceeds the caller's MaxWait")
+
+// BusyError is returned when a call with a MaxWait would wait longer than that for its
+// turn. It has left the queue; RetryAfter is when it should come back.
+type BusyError struct {
+	Key    BucketKey
+	Waited time.Duration
+	// Ahead is how many waiters were ahead of the call.
+	Ahead int
+	// RetryAfter is the call's return slot: the queue's expected drain time, spread at the
+	// bucket's rate after the slots given to calls that left before it (parkScript), less
+	// half the caller's MaxWait so that it is back in the queue before its turn.
+	RetryAfter time.Duration
+}
+
+// Error says where the call stood and when to come back.
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("limiter: %s: %d calls ahead; come back in %s (waited %s)",
+		e.Key, e.Ahead, e.RetryAfter.Round(time.Millisecond), e.Waited.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
 // Outcomes reported to Metrics.Waited.
 const (
 	OutcomeAdmitted = "admitted"
+	OutcomeBusy     = "busy" // left the queue with a time to come back (Request.MaxWait)
 	OutcomeShare    = "share" // admitted from the replica's share (Allowance), without waiting
 	OutcomeDeadline = "deadline"
 	OutcomeCanceled = "canceled"
@@ -102,7 +135,7 @@ const (
 
 // acquireScript enqueues a call or admits it at once.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] id [4] priority [5] group [6] tokens
 //	      [7] lease µs [8] hold µs [9] keep ms [10] "1" if a limit source exists
 //	reply {-3} no limits and a source exists (seed them and retry); otherwise reply():
@@ -144,7 +177,7 @@ return reply(code, w, id, b, rpm, tpm, now)
 // attemptScript is a waiter looking again (woken, timer, or lease renewal): it renews the
 // lease, prunes dead waiters and admits the waiter if it is the head and fits.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] id [4] tokens [5] lease µs [6] hold µs
 //	      [7] keep ms [8] "1" if a limit source exists
 //	reply {-3} as acquireScript; {-2} the waiter was pruned (lease lapsed): enqueue again;
@@ -171,7 +204,7 @@ return reply(code, w, id, b, rpm, tpm, now)
 // had in fact been admitted by a script whose reply was lost, the admission is undone and
 // its request and tokens returned.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] id [4] tokens [5] keep ms [6] source flag
 //	reply 1 withdrawn from the queue, 2 admission undone, 0 not found
 var cancelScript = bucketScript(luaLimits + `
@@ -198,6 +231,32 @@ keep(tonumber(ARGV[5]))
 return res
 `)
 
+// parkScript gives a call that will not wait for its turn (Request.MaxWait) a time to come
+// back. Slots are spread at the bucket's rate: after the calls still queued, and after the
+// slot handed to the previous call that left, so calls sent away together do not all
+// return together (the kPark key remembers the latest slot).
+//
+//	KEYS  the keys of bucketKeys
+//	ARGV  [1] wake channel [2] now µs or "0" [3] tokens [4] lead µs [5] source flag
+//	reply {-3} as acquireScript; otherwise {delay µs}: the slot, less lead, from now (>= 0)
+var parkScript = bucketScript(luaLimits + `
+local now = clock()
+local n, lead = tonumber(ARGV[3]), tonumber(ARGV[4])
+local per = 0
+if rpm > 0 then per = 60e6 / rpm end
+if tpm > 0 then
+  local t = need(n, tpm) * 60e6 / tpm
+  if t > per then per = t end
+end
+local slot = now + (redis.call('ZCARD', K_Q) + 1) * per
+local last = tonumber(redis.call('GET', K_PARK))
+if last and last + per > slot then slot = last + per end
+redis.call('SET', K_PARK, fmt(slot), 'PX', math.ceil((slot - now) / 1000) + 60000)
+local d = slot - now - lead
+if d < 0 then d = 0 end
+return {fmt(d)}
+`)
+
 // reply is the decoded answer of acquireScript and attemptScript.
 type reply struct {
 	code     int64
@@ -207,6 +266,29 @@ type reply struct {
 	tokens   float64
 	now      time.Time
 	queued   int
+	rpm, tpm int64
+}
+
+// perCall is how long the bucket takes to refill one call of n tokens: the pace at which
+// its queue drains. 0 when the bucket is unlimited.
+func (r reply) perCall(n int) time.Duration {
+	var d time.Duration
+	if r.rpm > 0 {
+		d = time.Minute / time.Duration(r.rpm)
+	}
+	if r.tpm > 0 {
+		d = max(d, time.Duration(min(int64(n), r.tpm)*int64(time.Minute)/r.tpm))
+	}
+	return d
+}
+
+// expectedWait is how long a queued call should still wait: exact at the head, else one
+// refill per call ahead of it and one for itself.
+func (r reply) expectedWait(n int) time.Duration {
+	if r.wait >= 0 {
+		return r.wait
+	}
+	return time.Duration(max(r.rank, 0)+1) * r.perCall(n)
 }
 
 func parseReply(v []any) reply {
@@ -224,6 +306,9 @@ func parseReply(v []any) reply {
 	r.tokens = toFloat(v[4])
 	r.now = time.UnixMicro(toInt(v[5]))
 	r.queued = int(toInt(v[6]))
+	if len(v) >= 9 {
+		r.rpm, r.tpm = toInt(v[7]), toInt(v[8])
+	}
 	return r
 }
 
@@ -314,6 +399,32 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 		}
 		return nil, err
 	}
+	// busyAt reports whether the caller's MaxWait runs out before the deadline: then it
+	// leaves with a time to come back (park) rather than a DeadlineError.
+	busyAt := func(deadline time.Time) bool {
+		return req.MaxWait > 0 && (deadline.IsZero() || started.Add(req.MaxWait).Before(deadline))
+	}
+	giveUpAt := func() time.Time {
+		if busyAt(deadline) {
+			return started.Add(req.MaxWait)
+		}
+		return deadline
+	}
+	// park leaves the queue and asks for a return slot (parkScript).
+	park := func(r reply) (*Reservation, error) {
+		_, err := giveUp(OutcomeBusy, nil)
+		if err != nil {
+			return nil, err
+		}
+		v, err := l.call(ctx, func(ctx context.Context) ([]any, error) {
+			return l.run(ctx, parkScript, req.Key, req.Tokens, (req.MaxWait / 2).Microseconds())
+		})
+		if err != nil {
+			return nil, fmt.Errorf("asking %s for a return slot: %w", req.Key, err)
+		}
+		return nil, &BusyError{Key: req.Key, Waited: time.Since(started), Ahead: max(r.rank, 0),
+			RetryAfter: time.Duration(toInt(v[0])) * time.Microsecond}
+	}
 	for {
 		l.opts.Metrics.Headroom(req.Key, r.requests, r.tokens, r.queued)
 		switch r.code {
@@ -357,11 +468,14 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			}
 			refill = timer.C
 		}
+		if req.MaxWait > 0 && time.Since(started)+r.expectedWait(req.Tokens) > req.MaxWait {
+			return park(r)
+		}
 		if lease == nil {
 			lease = time.NewTicker(l.opts.LeaseTTL / 3)
 			renew = lease.C
-			if !deadline.IsZero() {
-				expiry = time.NewTimer(time.Until(deadline))
+			if until := giveUpAt(); !until.IsZero() {
+				expiry = time.NewTimer(time.Until(until))
 				expired = expiry.C
 			}
 		}
@@ -372,6 +486,9 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			}
 			return giveUp(OutcomeCanceled, fmt.Errorf("acquiring %s: %w", req.Key, ctx.Err()))
 		case <-expired:
+			if busyAt(deadline) {
+				return park(r)
+			}
 			return giveUp(OutcomeDeadline, &DeadlineError{Key: req.Key, Waited: time.Since(started), Ahead: max(r.rank, 0)})
 		case <-wake:
 			reason = WakeNotify

@@ -47,7 +47,7 @@ func (a Allowance) withDefaults() (Allowance, error) {
 // allowanceScript gives back what is left of a replica's share and, when asked and the
 // bucket can spare it, takes a new one.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] requests given back [4] tokens given back
 //	      (negative: owed) [5] requests wanted (0: only give back) [6] share [7] headroom
 //	      [8] source flag

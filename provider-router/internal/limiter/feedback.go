@@ -13,7 +13,7 @@ import (
 // our own accounting already holds reservations the provider has not seen yet, and other
 // replicas' calls, so a higher provider figure is stale, not spare capacity.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] remaining requests or "" [4] remaining
 //	      tokens or "" [5] source flag
 //	reply 1 a balance was lowered, 0 not
@@ -61,7 +61,7 @@ const DefaultRetryAfter = time.Second
 // admitted before then, and refill resumes only from then, so the replicas do not all
 // rush back the instant the provider's window reopens. An existing longer penalty stays.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] retry-after µs [4] source flag
 //	reply the blocked-until time, µs
 var penalizeScript = bucketScript(luaLimits + `

@@ -27,6 +27,7 @@ const (
 	kGroupIdx        // zset (all score 0) "group\x00id" of waiters, range-read by group
 	kOut             // hash group -> calls outstanding (waiting or held) against this bucket
 	kSeq             // string: arrival counter (FIFO order)
+	kPark            // string: the latest return slot (µs) handed to a parked call (see parkScript)
 	numKeys
 )
 
@@ -41,7 +42,7 @@ func bucketKeys(k BucketKey) []string {
 	}
 	base := keyPrefix + "{" + url.QueryEscape(k.Credential) + "/" + url.QueryEscape(k.Model) + "}:"
 	keys := make([]string, numKeys)
-	for i, suffix := range [numKeys]string{"limits", "state", "q", "lease", "held", "info", "gidx", "out", "seq"} {
+	for i, suffix := range [numKeys]string{"limits", "state", "q", "lease", "held", "info", "gidx", "out", "seq", "park"} {
 		keys[i] = base + suffix
 	}
 	v, _ := keyCache.LoadOrStore(k, keys)

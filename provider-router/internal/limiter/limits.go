@@ -11,7 +11,7 @@ import (
 // of the queue is then woken to redo its arithmetic under the new rate. Because every
 // script reads the limits from this hash, all replicas follow a change at once.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] rpm [4] tpm [5] "1": only if none are set
 //	      [6] source flag (unused)
 //	reply 1 stored, 0 left alone (ARGV[5] and limits existed)
@@ -72,7 +72,7 @@ type State struct {
 
 // stateScript reads a bucket without changing it.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel (unused) [2] now µs or "0" [3] source flag (unused)
 //	reply {configured 0|1, rpm, tpm, requests, tokens, blocked µs, queued, held, {group, n, ...}}
 var stateScript = bucketScript(`

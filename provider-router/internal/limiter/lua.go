@@ -2,7 +2,7 @@ package limiter
 
 import "github.com/redis/go-redis/v9"
 
-// luaLib is prepended to every bucket script. Every such script takes the nine keys of
+// luaLib is prepended to every bucket script. Every such script takes the ten keys of
 // bucketKeys as KEYS (in the k* order) and starts its ARGV with:
 //
 //	ARGV[1] the wake channel (PUBLISHed with the id of a waiter that should look again)
@@ -15,8 +15,8 @@ import "github.com/redis/go-redis/v9"
 // Numbers leave Lua through string.format: Lua 5.1's tostring keeps 14 digits, which would
 // round µs timestamps and the 53-bit queue scores.
 const luaLib = `
-local K_LIMITS, K_STATE, K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local K_LIMITS, K_STATE, K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ, K_PARK =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local CHANNEL = ARGV[1]
 
 local function fmt(n) return string.format('%.0f', n) end
@@ -208,13 +208,14 @@ func bucketScript(body string) *redis.Script {
 const luaQueue = `
 -- reply is every admitting script's answer:
 -- {code, wait µs (-1: not the head, wait to be woken), rank in queue (-1: none),
---  requests available ('inf' if unlimited), tokens available, server now µs, queue length}
+--  requests available ('inf' if unlimited), tokens available, server now µs, queue length,
+--  rpm limit, tpm limit (0: unlimited)}
 local function reply(code, w, id, b, rpm, tpm, now)
   local rank = redis.call('ZRANK', K_Q, id) or -1
   local rt, tt = 'inf', 'inf'
   if rpm > 0 then rt = fmtf(b.rt) end
   if tpm > 0 then tt = fmtf(b.tt) end
-  return {code, fmt(w), rank, rt, tt, fmt(now), redis.call('ZCARD', K_Q)}
+  return {code, fmt(w), rank, rt, tt, fmt(now), redis.call('ZCARD', K_Q), rpm, tpm}
 end
 
 -- try_head admits waiter id if it is the head of the queue and its request fits. Only the

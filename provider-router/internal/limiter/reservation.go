@@ -36,7 +36,7 @@ func (r *Reservation) Waited() time.Duration { return r.AdmittedAt.Sub(r.Enqueue
 // overrun may leave the bucket in debt, which later refill pays off: the provider counted
 // the tokens, so must we.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] tokens to return (negative: take)
 //	      [4] source flag
 //	reply tokens available afterwards ('inf' if unlimited)
@@ -77,7 +77,7 @@ func (r *Reservation) Reconcile(ctx context.Context, actualTokens int) error {
 // which may move that group's waiters forward (woken if one becomes the head). RPM and TPM
 // are not returned: the provider counted the request when it started.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] id [4] keep ms [5] source flag
 //	reply 1 released, 0 unknown (already released, or expired after HoldTTL)
 var releaseScript = bucketScript(`
@@ -112,7 +112,7 @@ func (r *Reservation) Release(ctx context.Context) error {
 // finishScript is reconcileScript and releaseScript in one round trip, for the common end
 // of a call: the provider answered and reported its usage.
 //
-//	KEYS  the nine keys of bucketKeys
+//	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] tokens to return (negative: take) or "0"
 //	      [4] id [5] source flag
 //	reply 1 released, 0 unknown (already released, or expired after HoldTTL)

@@ -147,6 +147,15 @@ func limitError(route routing.Route, err error) error {
 		}
 		return e
 	}
+	if be, ok := errors.AsType[*limiter.BusyError](err); ok {
+		// Not a failure: the caller should free its worker and come back at its slot.
+		return apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_WAIT",
+			"The provider's rate limit has no capacity for this call within the caller's wait (X-Capacity-Wait-MS).",
+			"Come back after retry_after_ms (Retry-After); the executor parks the run until then, holding no worker.").
+			With("provider", route.ProviderName, "model", route.Model, "waited_ms", be.Waited.Milliseconds(),
+				"ahead", be.Ahead, "retry_after_ms", be.RetryAfter.Milliseconds()).
+			SetHeader("Retry-After", strconv.Itoa(int(be.RetryAfter.Seconds()+0.999))).Wrap(err)
+	}
 	if errors.Is(err, context.Canceled) {
 		return apierr.New(499, "CANCELLED", "The caller went away.")
 	}

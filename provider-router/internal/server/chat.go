@@ -80,6 +80,15 @@ func (s *Server) chat(c echo.Context) (err error) {
 		}
 		deadline = d
 	}
+	var maxWait time.Duration
+	if v := h.Get(aichat.HeaderCapacityWait); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms <= 0 {
+			return invalid("X-Capacity-Wait-MS is not a positive number of milliseconds.",
+				"Send how long the caller will wait for capacity, e.g. 10000.", aichat.HeaderCapacityWait)
+		}
+		maxWait = time.Duration(ms) * time.Millisecond
+	}
 	var runCeiling *float64
 	if v := h.Get(aichat.HeaderCostCeiling); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -190,7 +199,7 @@ func (s *Server) chat(c echo.Context) (err error) {
 	lreq := limiter.Request{
 		Key:    limiter.BucketKey{Credential: route.ProviderID, Model: route.Model},
 		Tokens: tokens, Priority: prio, Group: cmp.Or(h.Get(aichat.HeaderChainID), h.Get(aichat.HeaderJobID)),
-		Deadline: deadline,
+		Deadline: deadline, MaxWait: maxWait,
 	}
 	out, err := s.call(ctx, route, adapter, req, lreq)
 	if err != nil {

@@ -174,3 +174,32 @@ func TestDeadlineUnreachable(t *testing.T) {
 	require.NotEmpty(t, hdr.Get("Retry-After"))
 	require.EqualValues(t, 1, b.served())
 }
+
+// A caller that will not wait long (X-Capacity-Wait-MS) is told at once when to come back,
+// instead of holding its worker in the queue; no provider call is made.
+func TestCapacityWaitAnswersWhenToComeBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO provider_limits (provider_config_id, model, rpm) VALUES ($1, 'sim-fast', 6)`, b.providerID)
+	require.NoError(t, err)
+	for range 6 { // drain the bucket: the next call waits 10 s for a refill
+		code, out := b.chat(b.headers(), simpleBody)
+		require.Equal(t, http.StatusOK, code, "%v", out)
+	}
+	h := b.headers()
+	h["X-Capacity-Wait-MS"] = "2000"
+	started := time.Now()
+	code, out, hdr := chatVia(t, b.client, b.url, h, simpleBody)
+	require.Less(t, time.Since(started), 2*time.Second, "answered at once, not after waiting")
+	require.Equal(t, http.StatusTooManyRequests, code, "%v", out)
+	require.Equal(t, "RATE_LIMIT_WAIT", errCode(out))
+	ctx := out["context"].(map[string]any)
+	require.InDelta(t, 9000, ctx["retry_after_ms"], 1500, "one refill (10 s) less MaxWait/2")
+	require.Equal(t, "9", hdr.Get("Retry-After"))
+	require.EqualValues(t, 6, b.served())
+
+	h["X-Capacity-Wait-MS"] = "soon"
+	code, out = b.chat(h, simpleBody)
+	require.Equal(t, http.StatusBadRequest, code, "%v", out)
+	require.Equal(t, "X-Capacity-Wait-MS", out["context"].(map[string]any)["header"])
+}
