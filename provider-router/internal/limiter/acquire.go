@@ -119,7 +119,7 @@ func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 // Outcomes reported to Metrics.Waited.
 const (
 	OutcomeAdmitted = "admitted"
-	OutcomeBusy     = "busy" // left the queue with a time to come back (Request.MaxWait)
+	OutcomeBusy     = "busy"  // left the queue with a time to come back (Request.MaxWait)
 	OutcomeShare    = "share" // admitted from the replica's share (Allowance), without waiting
 	OutcomeDeadline = "deadline"
 	OutcomeCanceled = "canceled"
