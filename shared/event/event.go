@@ -33,6 +33,9 @@ const (
 	JobCancelled     = "job:cancelled"
 	JobRetrying      = "job:retrying"
 	JobGPUMetrics    = "job:gpu_metrics"
+	// JobWaiting: the run went back to queued to wait (data.reason "provider_capacity"),
+	// holding no worker, until data.retry_at.
+	JobWaiting = "job:waiting"
 )
 
 // Envelope is the wire form of an event.

@@ -83,7 +83,7 @@ func NewRunTask(e Enqueue) (*asynq.Task, error) {
 	opts := []asynq.Option{
 		asynq.TaskID(e.RunID),
 		asynq.Queue(Tier(e.Queue, e.Priority)),
-		asynq.MaxRetry(e.MaxRetry),
+		asynq.MaxRetry(e.MaxRetry + 1), // see RetryBudget
 	}
 	if e.Timeout > 0 {
 		opts = append(opts, asynq.Timeout(e.Timeout))
@@ -92,6 +92,26 @@ func NewRunTask(e Enqueue) (*asynq.Task, error) {
 		opts = append(opts, asynq.Retention(e.Retention))
 	}
 	return asynq.NewTask(TypeRun, payload, opts...), nil
+}
+
+// RetryBudget is the run's retry budget (Enqueue.MaxRetry) of a run task whose asynq
+// maximum is maxRetry. The task carries one retry more than the run's budget because asynq
+// archives a task that has reached its maximum whatever the handler answers — also a
+// park, which is not a failure — so the run's last permitted attempt could not park. The
+// executor fails the run itself when the budget is spent; the extra retry is only ever
+// used by a worker dying in that last attempt.
+func RetryBudget(maxRetry int) int { return max(maxRetry-1, 0) }
+
+// Parked is returned by a run task's handler that put its run back to queued to wait —
+// for provider capacity — rather than failing: asynq retries the task after Delay without
+// counting a failure (the executor's asynq.Config.IsFailure and RetryDelayFunc).
+type Parked struct {
+	Delay  time.Duration
+	Reason string
+}
+
+func (p *Parked) Error() string {
+	return fmt.Sprintf("run parked for %s (%s)", p.Delay.Round(time.Millisecond), p.Reason)
 }
 
 // StepDone is the payload of a TypeStepDone task.

@@ -48,6 +48,10 @@ type Change struct {
 	CountAttempt bool
 	// ClearError removes a previous final error (a retried run that is queued again).
 	ClearError bool
+	// ParkedUntil parks a run that is queued again to wait for provider capacity: it
+	// records the park (parked_at, parked_until) and, on the first park of a wait,
+	// waiting_since.
+	ParkedUntil *time.Time
 }
 
 // Transition moves the run to status `to` if — and only if — that is legal from its
@@ -162,6 +166,10 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 	if c.CountAttempt {
 		sets = append(sets, "attempts = r.attempts + 1")
 	}
+	if c.ParkedUntil != nil {
+		add("parked_until = ?", *c.ParkedUntil)
+		sets = append(sets, "parked_at = now()", "waiting_since = COALESCE(r.waiting_since, now())")
+	}
 	switch {
 	case to == Queued:
 		sets = append(sets, "queued_at = COALESCE(r.queued_at, now())")
@@ -181,7 +189,8 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 
 // ClaimStatement is Claim's statement ($1: the run id; $2: when the worker's handler
 // started, which becomes the run's started_at on its first claim) with the caller's
-// RETURNING list, in which r is the claimed row (as updated) and o.old the status it had.
+// RETURNING list, in which r is the claimed row (as updated), o.old the status it had and
+// o.parked when it was last parked (null unless it comes back from a park).
 // It returns no row when the run is missing, in any status but queued or running, or has
 // a cancellation pending. A worker uses it to claim a run and read it in one round trip.
 // Like Transition's, it names the run's id on the updated row too.
@@ -191,8 +200,8 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 // (queued_at → started_at) is then the queue's, whatever the database's load.
 func ClaimStatement(returning string) string {
 	return `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
-			started_at = COALESCE(r.started_at, $2::timestamptz), updated_at = now()
-		FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
+			started_at = COALESCE(r.started_at, $2::timestamptz), parked_at = NULL, updated_at = now()
+		FROM (SELECT id, status AS old, parked_at AS parked FROM runs WHERE id = $1 FOR UPDATE) o
 		WHERE r.id = $1 AND r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
 		RETURNING ` + returning
 }

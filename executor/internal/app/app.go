@@ -77,8 +77,9 @@ func Main(ctx context.Context, name, class string, args []string) error {
 	}
 	rn := &runner.Runner{
 		DB: pool, Events: &event.Publisher{Redis: rdb}, Log: log,
-		Tooling: &toolcall.Invoker{AllowPrivate: cfg.ToolAllowPrivate},
-		Queue:   coordinator,
+		Tooling:      &toolcall.Invoker{AllowPrivate: cfg.ToolAllowPrivate},
+		Queue:        coordinator,
+		CapacityWait: cfg.CapacityWait, MaxQueueTime: cfg.MaxQueueTime,
 		Router: &routerclient.Client{
 			BaseURL: cfg.RouterURL, ServiceKey: strings.TrimSpace(string(keyBytes)), Caller: "executor",
 			HTTP: &http.Client{Transport: routerTransport},

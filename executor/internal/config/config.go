@@ -50,6 +50,13 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
+	// CapacityWait is SWITCHYARD_CAPACITY_WAIT; default 10s: how long an LLM call may hold
+	// its worker waiting in the router for rate-limit capacity before its run is parked
+	// (queued again, holding no worker, until the router's return slot); 0: never park.
+	CapacityWait time.Duration
+	// MaxQueueTime is SWITCHYARD_MAX_QUEUE_TIME; default 1h: the longest a run may wait for
+	// provider capacity for one call before it ends timed_out (RATE_LIMIT_QUEUE_TIMEOUT).
+	MaxQueueTime time.Duration
 	// ToolAllowPrivate is SWITCHYARD_TOOL_ALLOW_PRIVATE, a comma-separated netguard
 	// allowlist (host, host:port, *.domain, address or CIDR) of private destinations every
 	// tool call may reach, the built-in http_request tool included; default none.
@@ -97,6 +104,15 @@ func FromEnv(class string) (Config, error) {
 		}
 	}
 	if c.ShutdownGrace, err = duration("SWITCHYARD_SHUTDOWN_GRACE", "30s"); err != nil {
+		return c, err
+	}
+	if c.CapacityWait, err = duration("SWITCHYARD_CAPACITY_WAIT", "10s"); err != nil {
+		return c, err
+	}
+	if c.CapacityWait == 0 {
+		c.CapacityWait = -1 // runner.Runner: negative never parks
+	}
+	if c.MaxQueueTime, err = duration("SWITCHYARD_MAX_QUEUE_TIME", "1h"); err != nil {
 		return c, err
 	}
 	switch {

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -34,6 +36,10 @@ type Job struct {
 	RoutingHint, ModelOverride, Residency, Priority string
 	CostCeilingUSD                                  *float64
 	QueueWaitMS                                     int64
+	// CapacityWait is how long the call may wait in the router for rate-limit capacity
+	// before the router answers RATE_LIMIT_WAIT with a time to come back; 0: up to the
+	// context's deadline.
+	CapacityWait time.Duration
 }
 
 // Answer is the router's answer: an OpenAI ChatCompletion plus billing.
@@ -50,7 +56,14 @@ type Error struct {
 	Message   string
 	Retryable bool
 	Body      apierr.Body
+	// RetryAfter is when to call again, from the answer's context.retry_after_ms (set with
+	// RATE_LIMIT_WAIT).
+	RetryAfter time.Duration
 }
+
+// CodeRateLimitWait is the router's answer to a call that would wait for capacity longer
+// than its Job.CapacityWait: not a failure, the run should wait elsewhere until RetryAfter.
+const CodeRateLimitWait = "RATE_LIMIT_WAIT"
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("provider router: %d %s: %s", e.Status, e.Code, e.Message)
@@ -83,6 +96,9 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	if job.CostCeilingUSD != nil {
 		h.Set(aichat.HeaderCostCeiling, fmt.Sprintf("%g", *job.CostCeilingUSD))
 	}
+	if job.CapacityWait > 0 {
+		h.Set(aichat.HeaderCapacityWait, strconv.FormatInt(job.CapacityWait.Milliseconds(), 10))
+	}
 	if job.QueueWaitMS > 0 {
 		h.Set(aichat.HeaderQueueWaitMS, fmt.Sprint(job.QueueWaitMS))
 	}
@@ -108,8 +124,12 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 			b.Code = "ROUTER_ERROR"
 			b.Message = http.StatusText(resp.StatusCode)
 		}
-		return nil, &Error{Status: resp.StatusCode, Code: b.Code, Message: b.Message, Body: b,
+		e := &Error{Status: resp.StatusCode, Code: b.Code, Message: b.Message, Body: b,
 			Retryable: retryable(resp.StatusCode, b.Code)}
+		if ms, ok := b.Context["retry_after_ms"].(float64); ok && ms > 0 {
+			e.RetryAfter = time.Duration(ms) * time.Millisecond
+		}
+		return nil, e
 	}
 	var a Answer
 	if err := json.Unmarshal(raw, &a); err != nil {

@@ -49,7 +49,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		OrgID: rn.OrgID, JobID: rn.ID, TraceID: rn.TraceID, UserID: rn.UserID, JobType: rn.JobType,
 		ChainID: rn.ChainID, RoutingHint: x.skill.RoutingHint, ModelOverride: x.skill.ModelOverride,
 		Residency: x.skill.DataResidency, Priority: rn.Priority, CostCeilingUSD: rn.CostCeilingUSD,
-		QueueWaitMS: queueWait,
+		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(),
 	}, req)
 	if err != nil {
 		sp.Set("error", errorCode(err))
@@ -68,7 +68,8 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 				INSERT INTO run_journal (run_id, step_key, kind, data) VALUES ($1, $6, 'llm_answer', $7)
 				ON CONFLICT (run_id, step_key) DO NOTHING RETURNING 1)
 			UPDATE runs SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3,
-				tokens_cached = tokens_cached + $4, cost_usd = cost_usd + $5, llm_calls = llm_calls + 1
+				tokens_cached = tokens_cached + $4, cost_usd = cost_usd + $5, llm_calls = llm_calls + 1,
+				waiting_since = NULL
 			WHERE id = $1 AND EXISTS (SELECT 1 FROM j)
 			RETURNING tokens_in, tokens_out, cost_usd::float8, llm_calls`,
 			rn.ID, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, cachedTokens(ans), ans.CostUSD, step, entry).

@@ -28,6 +28,10 @@ type Run struct {
 	// DeadlineAt, when set, bounds the whole run across attempts (the task's timeout bounds
 	// one attempt).
 	DeadlineAt *time.Time
+	// WaitingSince is when the run began waiting for provider capacity for its current call
+	// (parked at least once since its last answer); ParkedAt, set by claimRun only, is when
+	// the run was parked if this pickup ends a park.
+	WaitingSince, ParkedAt *time.Time
 }
 
 var errRunMissing = errors.New("run missing")
@@ -46,14 +50,14 @@ func loadRun(ctx context.Context, db run.DB, id string) (Run, error) {
 // runColumns are the columns scanRun reads, of a runs row aliased r.
 const runColumns = `r.id, r.org_id, r.trace_id, r.job_type, r.status, r.priority, r.queue, r.user_id,
 	r.execution_type, r.payload, r.skill_version, r.chain_id::text, r.chain_step, r.cost_ceiling_usd::float8,
-	r.attempts, r.queued_at, r.cancel_requested_at IS NOT NULL, r.deadline_at`
+	r.attempts, r.queued_at, r.cancel_requested_at IS NOT NULL, r.deadline_at, r.waiting_since`
 
 func scanRun(row pgx.Row, extra ...any) (Run, error) {
 	var r Run
 	var chainID, chainStep *string
 	err := row.Scan(append([]any{&r.ID, &r.OrgID, &r.TraceID, &r.JobType, &r.Status, &r.Priority,
 		&r.Queue, &r.UserID, &r.ExecutionType, &r.Payload, &r.SkillVersion, &chainID, &chainStep,
-		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt}, extra...)...)
+		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt, &r.WaitingSince}, extra...)...)
 	if chainID != nil {
 		r.ChainID = *chainID
 	}
@@ -70,13 +74,14 @@ func scanRun(row pgx.Row, extra ...any) (Run, error) {
 // the run is missing, not runnable or has a cancellation pending: the caller then loads
 // it and decides.
 func claimRun(ctx context.Context, db run.DB, id string, started time.Time) (r Run, prev run.Status, ok bool, err error) {
-	r, err = scanRun(db.QueryRow(ctx, run.ClaimStatement(runColumns+", o.old"), id, started), &prev)
+	var parkedAt *time.Time
+	r, err = scanRun(db.QueryRow(ctx, run.ClaimStatement(runColumns+", o.old, o.parked"), id, started), &prev, &parkedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Run{}, "", false, nil
 	}
 	if err != nil {
 		return Run{}, "", false, fmt.Errorf("claiming run %s: %w", id, err)
 	}
-	r.Status, r.Attempts = prev, r.Attempts-1
+	r.Status, r.Attempts, r.ParkedAt = prev, r.Attempts-1, parkedAt
 	return r, prev, true, nil
 }

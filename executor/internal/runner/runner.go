@@ -48,6 +48,13 @@ type Runner struct {
 	GPU func(ctx context.Context) (any, error)
 	// GPUInterval is how often GPU telemetry is sampled during a run; default 10s.
 	GPUInterval time.Duration
+	// CapacityWait is how long an LLM call may hold its worker waiting in the router for
+	// rate-limit capacity; a call that would wait longer parks its run (park.go). Default
+	// DefaultCapacityWait; negative: calls wait up to the attempt's deadline.
+	CapacityWait time.Duration
+	// MaxQueueTime bounds how long a run may wait for capacity for one call, parked or not;
+	// past it the run ends timed_out (RATE_LIMIT_QUEUE_TIMEOUT). Default DefaultMaxQueueTime.
+	MaxQueueTime time.Duration
 }
 
 // HandleRun is the asynq handler of queue.TypeRun tasks.
@@ -138,6 +145,9 @@ func (x *execution) execute(ctx context.Context) error {
 	} else {
 		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue, "resumed": true})
 	}
+	if rn.ParkedAt != nil {
+		x.parkedSpan(ctx, *rn.ParkedAt)
+	}
 	if x.GPU != nil {
 		stop := x.gpuTelemetry(ctx)
 		defer stop()
@@ -219,6 +229,9 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 // retry, which fails the run.
 func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	rn := x.run
+	if re, ok := errors.AsType[*routerclient.Error](err); ok && re.Code == routerclient.CodeRateLimitWait {
+		return x.park(ctx, re)
+	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.TimedOut, nil,
 			codedError("TIMED_OUT", "the run exceeded its skill's timeout"))
@@ -242,6 +255,7 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	e := codedError(code, msg)
 	retries, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	maxRetry = queue.RetryBudget(maxRetry)
 	if permanent || retries >= maxRetry {
 		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Failed, nil, e)
 	}

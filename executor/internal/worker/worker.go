@@ -309,8 +309,12 @@ func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.Univer
 		DelayedTaskCheckInterval: 500 * time.Millisecond,
 		ShutdownTimeout:          w.opts.ShutdownTimeout,
 		RetryDelayFunc:           backoff,
+		IsFailure:                isFailure,
 		Logger:                   asynqLogger{log},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			if !isFailure(err) {
+				return // the runner logged the park
+			}
 			log.Warn("task attempt failed", "task", t.Type(), "error", err)
 		}),
 	}), client, nil
@@ -319,11 +323,21 @@ func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.Univer
 // tierNames are the asynq queues of a named queue's priority tiers.
 func tierNames(name string) []string { return slices.Sorted(maps.Keys(queue.Tiers(name))) }
 
-// backoff is exponential with full jitter: about 1 s, 2 s, 4 s ... capped at 5 minutes.
-func backoff(n int, _ error, _ *asynq.Task) time.Duration {
+// backoff is exponential with full jitter: about 1 s, 2 s, 4 s ... capped at 5 minutes. A
+// parked run's task comes back after the delay it was parked for.
+func backoff(n int, err error, _ *asynq.Task) time.Duration {
+	if p, ok := errors.AsType[*queue.Parked](err); ok {
+		return p.Delay
+	}
 	d := time.Second << min(n, 8)
 	d = min(d, 5*time.Minute)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// isFailure is false for a parked run: its task comes back without using a retry.
+func isFailure(err error) bool {
+	_, parked := errors.AsType[*queue.Parked](err)
+	return !parked
 }
 
 // follow restarts queue servers when the registry's queues change (NOTIFY registry_changed).

@@ -1,0 +1,15 @@
+-- A run waiting for provider capacity is parked: it goes back to queued, its worker is
+-- freed, and its task comes back at the return slot the router gave (docs/rate-limits.md,
+-- "Waiting for capacity holds no worker").
+--   parked_at, parked_until  the latest park and when the run is due back; the next pickup
+--                            draws the wait as a queue_wait span and clears parked_at
+--   waiting_since            when the run began waiting for the capacity of its current
+--                            call (its first park since its last answered call); bounds the
+--                            wait by the executor's maximum queue time
+
+-- +goose Up
+ALTER TABLE runs ADD COLUMN parked_at timestamptz, ADD COLUMN parked_until timestamptz,
+    ADD COLUMN waiting_since timestamptz;
+
+-- +goose Down
+ALTER TABLE runs DROP COLUMN parked_at, DROP COLUMN parked_until, DROP COLUMN waiting_since;
