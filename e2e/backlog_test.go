@@ -67,3 +67,32 @@ func TestRateLimitedBacklogParks(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, waits, parked)
 }
+
+// TestCapacityWaitIsBounded: a run may wait for provider capacity for one call at most the
+// executor's maximum queue time; past it the run ends timed_out, saying why.
+func TestCapacityWaitIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{
+		SimArgs:  []string{"--model", "sim-fast=latency=constant:20ms,output=constant:5"},
+		ExtraEnv: []string{"SWITCHYARD_CAPACITY_WAIT=1s", "SWITCHYARD_MAX_QUEUE_TIME=3s"},
+	}})
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO provider_limits (provider_config_id, model, rpm)
+		SELECT id, 'sim-fast', 6 FROM provider_configs WHERE org_id = $1`, b.orgID)
+	require.NoError(t, err)
+	b.putSkill(t, skill.Skill{JobType: "slowlane", ExecutionType: "llm_only", RoutingHint: "fast"})
+	ids := make([]string, 7) // six drain the bucket; the seventh would wait 10 s
+	for i := range ids {
+		ids[i] = b.dispatch(t, "slowlane", map[string]any{"prompt": fmt.Sprintf("bounded %d", i)})
+	}
+	timedOut := 0
+	for _, id := range ids {
+		r := b.WaitStatus(id, 30*time.Second, "completed", "failed", "timed_out")
+		if r["status"] == "timed_out" {
+			timedOut++
+			require.Equal(t, "RATE_LIMIT_QUEUE_TIMEOUT", r["error"].(map[string]any)["code"], "%v", r)
+		} else {
+			require.Equal(t, "completed", r["status"], "%v", r)
+		}
+	}
+	require.Equal(t, 1, timedOut)
+}
