@@ -215,11 +215,14 @@ type Org struct {
 	OrgRPM  int `json:"orgRpm"`
 	UserRPM int `json:"userRpm"`
 	// MonthlyTokenQuota is nil when unlimited.
-	MonthlyTokenQuota *int64    `json:"monthlyTokenQuota"`
-	PIIKeywords       []string  `json:"piiKeywords"`
-	CallbackAllowlist []string  `json:"callbackAllowlist"`
-	HTTPAllowlist     []string  `json:"httpAllowlist"`
-	UpdatedAt         time.Time `json:"updatedAt,omitzero"`
+	MonthlyTokenQuota *int64   `json:"monthlyTokenQuota"`
+	PIIKeywords       []string `json:"piiKeywords"`
+	CallbackAllowlist []string `json:"callbackAllowlist"`
+	HTTPAllowlist     []string `json:"httpAllowlist"`
+	// MaxBacklog caps the runs queued or running; beyond it a dispatch answers
+	// ErrBacklogFull. 0: no cap.
+	MaxBacklog int       `json:"maxBacklog"`
+	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
 }
 
 // OrgPatch changes some of the organisation's settings; nil fields stay as they are.
@@ -234,6 +237,7 @@ type OrgPatch struct {
 	PIIKeywords       *[]string `json:"piiKeywords,omitempty"`
 	CallbackAllowlist *[]string `json:"callbackAllowlist,omitempty"`
 	HTTPAllowlist     *[]string `json:"httpAllowlist,omitempty"`
+	MaxBacklog        *int      `json:"maxBacklog,omitempty"`
 }
 
 // OrgService reads and changes the organisation (role admin).

@@ -79,6 +79,7 @@ var (
 	ErrRouteNotFound        error = sentinel("ROUTE_NOT_FOUND")
 	ErrRateLimited          error = sentinel("RATE_LIMITED")
 	ErrQuotaExceeded        error = sentinel("QUOTA_EXCEEDED")
+	ErrBacklogFull          error = sentinel("BACKLOG_FULL")
 	ErrResidencyViolation   error = sentinel("RESIDENCY_VIOLATION")
 	ErrJobNotReviewable     error = sentinel("JOB_NOT_REVIEWABLE")
 	ErrJobAlreadyFinished   error = sentinel("JOB_ALREADY_FINISHED")

@@ -103,15 +103,17 @@ func (h *HoldReason) UnmarshalJSON(b []byte) error {
 
 // DispatchResult is the answer to an accepted dispatch.
 type DispatchResult struct {
-	JobID             string       `json:"jobId"`
-	TraceID           string       `json:"traceId"`
-	Status            Status       `json:"status"`
-	Queue             string       `json:"queue"`
-	WSChannel         string       `json:"wsChannel"`
-	Consumers         int          `json:"consumers"`
-	EstimatedPosition int          `json:"estimatedPosition"`
-	HoldReasons       []HoldReason `json:"holdReasons"`
-	AuditFlagged      bool         `json:"auditFlagged"`
+	JobID             string `json:"jobId"`
+	TraceID           string `json:"traceId"`
+	Status            Status `json:"status"`
+	Queue             string `json:"queue"`
+	WSChannel         string `json:"wsChannel"`
+	Consumers         int    `json:"consumers"`
+	EstimatedPosition int    `json:"estimatedPosition"`
+	// EstimatedStartAt is zero while the queue has no measured drain rate.
+	EstimatedStartAt time.Time    `json:"estimatedStartAt,omitzero"`
+	HoldReasons      []HoldReason `json:"holdReasons"`
+	AuditFlagged     bool         `json:"auditFlagged"`
 	// Duplicate is true when the idempotency key matched an earlier job (HTTP 200), whose
 	// answer this is.
 	Duplicate bool `json:"duplicate"`

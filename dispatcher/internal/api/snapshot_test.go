@@ -79,7 +79,7 @@ func TestSnapshotOutlivesItsSkill(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "%v", res)
 	info, err := b.inspector.GetTaskInfo(queue.Tier("default", run.PriorityNormal), id)
 	require.NoError(t, err)
-	require.Equal(t, 5, info.MaxRetry)
+	require.Equal(t, 5, queue.RetryBudget(info.MaxRetry))
 	require.Equal(t, 77*time.Second, info.Timeout)
 }
 

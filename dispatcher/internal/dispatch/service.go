@@ -63,6 +63,7 @@ type Service struct {
 
 	group     committer
 	snapshots snapshots
+	backlog   backlogs
 }
 
 // Publisher sends journaled events to live subscribers: event.Publisher, or event.Background
@@ -99,15 +100,18 @@ func (s *Service) checkCallback(ctx context.Context, org store.Org, raw string) 
 
 // Result is the answer for an accepted job.
 type Result struct {
-	JobID             string              `json:"jobId"`
-	TraceID           string              `json:"traceId"`
-	Status            run.Status          `json:"status"`
-	Queue             string              `json:"queue"`
-	WSChannel         string              `json:"wsChannel"`
-	Consumers         *int                `json:"consumers,omitempty"`
-	EstimatedPosition *int64              `json:"estimatedPosition,omitempty"`
-	HoldReasons       []governance.Reason `json:"holdReasons"`
-	AuditFlagged      bool                `json:"auditFlagged"`
+	JobID             string     `json:"jobId"`
+	TraceID           string     `json:"traceId"`
+	Status            run.Status `json:"status"`
+	Queue             string     `json:"queue"`
+	WSChannel         string     `json:"wsChannel"`
+	Consumers         *int       `json:"consumers,omitempty"`
+	EstimatedPosition *int64     `json:"estimatedPosition,omitempty"`
+	// EstimatedStartAt guesses when the job starts, from the work ahead of it and how fast
+	// its queue has been worked off lately; absent while the queue has no measured rate.
+	EstimatedStartAt *time.Time          `json:"estimatedStartAt,omitempty"`
+	HoldReasons      []governance.Reason `json:"holdReasons"`
+	AuditFlagged     bool                `json:"auditFlagged"`
 	// Duplicate is true when the idempotency key matched an earlier job, which is returned.
 	Duplicate bool `json:"duplicate,omitempty"`
 }
@@ -174,6 +178,11 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 	if verdict.Hold {
 		status = run.HeldForReview
 	}
+	if status == run.Queued {
+		if err := s.backlog.admit(ctx, s.DB, org, 1); err != nil {
+			return Result{}, err
+		}
+	}
 	rec, err := s.record(ctx, p, req, sk, snap, priority, status, verdict, opts, started)
 	if errors.Is(err, store.ErrDuplicate) {
 		// A concurrent request with the same idempotency key won the insert.
@@ -207,6 +216,9 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 			res.Consumers = &n
 			if pos, err := s.Queues.Position(ctx, sk.Queue, priority); err == nil {
 				res.EstimatedPosition = &pos
+				if at, ok := s.Queues.EstimatedStart(sk.Queue, pos); ok {
+					res.EstimatedStartAt = &at
+				}
 			}
 		}
 	}

@@ -38,8 +38,18 @@ type Tracker struct {
 	mu        sync.RWMutex
 	consumers map[string]int
 	backlog   map[string][]int64 // named queue -> pending per tier, in run.Priorities order
+	drains    map[string]*drain  // named queue -> how fast it is being worked off
 	loop      periodic.Loop
 	backLoop  periodic.Loop
+}
+
+// drain is a queue's rate of processed tasks, from asynq's processed counters, smoothed;
+// and its tasks waiting to come back (retries, parked runs).
+type drain struct {
+	total   int64
+	at      time.Time
+	perSec  float64
+	waiting int64
 }
 
 // Start refreshes the consumer counts until Stop.
@@ -93,7 +103,8 @@ func (t *Tracker) readBacklog(ctx context.Context, name string) ([]int64, error)
 	return counts, nil
 }
 
-func (t *Tracker) refresh(context.Context) {
+func (t *Tracker) refresh(ctx context.Context) {
+	t.refreshDrains()
 	servers, err := t.Inspector.Servers()
 	if err != nil {
 		t.Log.Warn("reading queue consumers", "error", err)
@@ -122,6 +133,58 @@ func (t *Tracker) refresh(context.Context) {
 	t.mu.Lock()
 	t.consumers = counts
 	t.mu.Unlock()
+}
+
+// refreshDrains reads asynq's processed counters of every queue dispatched to so far and
+// updates each one's drain rate (an EWMA over the refresh interval). Parked runs and
+// retries are not processed tasks, so they do not inflate it.
+func (t *Tracker) refreshDrains() {
+	t.mu.RLock()
+	names := make([]string, 0, len(t.backlog))
+	for n := range t.backlog {
+		names = append(names, n)
+	}
+	t.mu.RUnlock()
+	for _, n := range names {
+		var total, waiting int64
+		for _, tier := range run.Priorities {
+			info, err := t.Inspector.GetQueueInfo(queue.Tier(n, tier))
+			if err != nil {
+				continue // a tier nobody has used yet has no queue
+			}
+			total += int64(info.ProcessedTotal)
+			waiting += int64(info.Retry + info.Scheduled)
+		}
+		now := time.Now()
+		t.mu.Lock()
+		if t.drains == nil {
+			t.drains = map[string]*drain{}
+		}
+		d, ok := t.drains[n]
+		if !ok {
+			t.drains[n] = &drain{total: total, at: now, waiting: waiting}
+		} else if el := now.Sub(d.at).Seconds(); el > 0 {
+			rate := float64(max(total-d.total, 0)) / el
+			d.perSec = 0.7*d.perSec + 0.3*rate
+			d.total, d.at, d.waiting = total, now, waiting
+		}
+		t.mu.Unlock()
+	}
+}
+
+// EstimatedStart guesses when a new job of priority p on a named queue starts: the tasks
+// ahead of it (Position) and those waiting to come back (retries, parked runs) at the
+// queue's recent drain rate. ok is false while the queue has no measured rate (idle, or
+// nobody consumes it).
+func (t *Tracker) EstimatedStart(name string, position int64) (at time.Time, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	d := t.drains[name]
+	if d == nil || d.perSec < 0.01 {
+		return time.Time{}, false
+	}
+	wait := float64(position+d.waiting) / d.perSec
+	return time.Now().Add(time.Duration(wait * float64(time.Second))).UTC().Truncate(time.Second), true
 }
 
 // Consumers returns how many live executor processes consume a named queue.

@@ -12,21 +12,23 @@ import (
 // Org is an organisation's settings as the dispatcher uses them. The callback secret is
 // never part of it: it is read only by the callback sender.
 type Org struct {
-	ID                string    `json:"id"`
-	Slug              string    `json:"slug"`
-	Name              string    `json:"name"`
-	Jurisdiction      string    `json:"jurisdiction"`
-	OrgRPM            int       `json:"orgRpm"`
-	UserRPM           int       `json:"userRpm"`
-	MonthlyTokenQuota *int64    `json:"monthlyTokenQuota"`
-	PIIKeywords       []string  `json:"piiKeywords"`
-	CallbackAllowlist []string  `json:"callbackAllowlist"`
-	HTTPAllowlist     []string  `json:"httpAllowlist"`
-	UpdatedAt         time.Time `json:"updatedAt"`
+	ID                string   `json:"id"`
+	Slug              string   `json:"slug"`
+	Name              string   `json:"name"`
+	Jurisdiction      string   `json:"jurisdiction"`
+	OrgRPM            int      `json:"orgRpm"`
+	UserRPM           int      `json:"userRpm"`
+	MonthlyTokenQuota *int64   `json:"monthlyTokenQuota"`
+	PIIKeywords       []string `json:"piiKeywords"`
+	CallbackAllowlist []string `json:"callbackAllowlist"`
+	HTTPAllowlist     []string `json:"httpAllowlist"`
+	// MaxBacklog caps the organisation's runs queued or running; 0: no cap.
+	MaxBacklog int       `json:"maxBacklog"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 const orgColumns = `id, slug, name, jurisdiction, org_rpm, user_rpm, monthly_token_quota, pii_keywords,
-	callback_allowlist, http_allowlist, updated_at`
+	callback_allowlist, http_allowlist, max_backlog, updated_at`
 
 // GetOrg returns an organisation.
 func GetOrg(ctx context.Context, db DB, id string) (Org, error) {
@@ -55,6 +57,7 @@ type OrgPatch struct {
 	PIIKeywords       *[]string `json:"piiKeywords" validate:"omitempty,max=1000,dive,min=1,max=100"`
 	CallbackAllowlist *[]string `json:"callbackAllowlist" validate:"omitempty,max=100,dive,min=1,max=255"`
 	HTTPAllowlist     *[]string `json:"httpAllowlist" validate:"omitempty,max=100,dive,min=1,max=255"`
+	MaxBacklog        *int      `json:"maxBacklog" validate:"omitempty,min=0,max=100000000"`
 }
 
 // UpdateOrg applies a patch and returns the organisation after it.
@@ -69,10 +72,11 @@ func UpdateOrg(ctx context.Context, db DB, id string, p OrgPatch) (Org, error) {
 			pii_keywords = COALESCE($8, pii_keywords),
 			callback_allowlist = COALESCE($9, callback_allowlist),
 			http_allowlist = COALESCE($10, http_allowlist),
+			max_backlog = COALESCE($11, max_backlog),
 			updated_at = now()
 		WHERE id = $1 RETURNING `+orgColumns,
 		id, p.Name, p.Jurisdiction, p.OrgRPM, p.UserRPM, p.ClearTokenQuota, quota, p.PIIKeywords,
-		p.CallbackAllowlist, p.HTTPAllowlist)
+		p.CallbackAllowlist, p.HTTPAllowlist, p.MaxBacklog)
 	if err != nil {
 		return Org{}, fmt.Errorf("updating organisation: %w", err)
 	}

@@ -141,6 +141,15 @@ func optional(s string) *string {
 // ErrDuplicate is returned when an idempotency key is taken.
 var ErrDuplicate = errors.New("idempotency key already used")
 
+// LiveRuns counts the organisation's runs queued or running, stopping at limit: a
+// backlog check needs to know whether the cap is reached, not by how much.
+func LiveRuns(ctx context.Context, db DB, orgID string, limit int) (int64, error) {
+	var n int64
+	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM runs
+		WHERE org_id = $1 AND status IN ('queued', 'running') LIMIT $2) l`, orgID, limit).Scan(&n)
+	return n, err
+}
+
 // DeleteRun removes a run that never reached its queue.
 func DeleteRun(ctx context.Context, db DB, orgID, id string) error {
 	_, err := db.Exec(ctx, `DELETE FROM runs WHERE id = $1 AND org_id = $2`, id, orgID)

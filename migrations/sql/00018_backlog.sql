@@ -6,10 +6,15 @@
 --   waiting_since            when the run began waiting for the capacity of its current
 --                            call (its first park since its last answered call); bounds the
 --                            wait by the executor's maximum queue time
+-- An organisation's backlog, its runs queued or running, is capped at orgs.max_backlog (0:
+-- no cap): a dispatch beyond it answers 429 BACKLOG_FULL with Retry-After (seed 002's
+-- backpressure).
 
 -- +goose Up
 ALTER TABLE runs ADD COLUMN parked_at timestamptz, ADD COLUMN parked_until timestamptz,
     ADD COLUMN waiting_since timestamptz;
+ALTER TABLE orgs ADD COLUMN max_backlog integer NOT NULL DEFAULT 10000 CHECK (max_backlog >= 0);
 
 -- +goose Down
+ALTER TABLE orgs DROP COLUMN max_backlog;
 ALTER TABLE runs DROP COLUMN parked_at, DROP COLUMN parked_until, DROP COLUMN waiting_since;
