@@ -27,13 +27,13 @@ func TestRateLimitedBacklogParks(t *testing.T) {
 	_, err := b.pool.Exec(ctx, `INSERT INTO provider_limits (provider_config_id, model, rpm)
 		SELECT id, 'sim-fast', 57 FROM provider_configs WHERE org_id = $1`, b.orgID)
 	require.NoError(t, err)
-	timeout, retries := 3, 0
+	timeout, retries := 5, 0
 	b.putSkill(t, skill.Skill{JobType: "burst", ExecutionType: "llm_only", RoutingHint: "fast",
 		TimeoutSeconds: &timeout, MaxRetries: &retries})
 
-	// 57 go at once (a full bucket), the other 10 one every ~1.05 s: the last waits ~11 s,
-	// far beyond the 3 s timeout.
-	const n = 67
+	// 57 go at once (a full bucket), the other 15 one every ~1.05 s: the last waits ~16 s,
+	// far beyond the 5 s timeout.
+	const n = 72
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = b.dispatch(t, "burst", map[string]any{"prompt": fmt.Sprintf("backlog %d", i)})

@@ -31,9 +31,10 @@ type Request struct {
 	// beyond ctx.
 	Deadline time.Time
 	// MaxWait, when positive, is the longest the caller will hold on in the queue: a caller
-	// that would wait longer (the queue ahead says so, or it has waited that long) is given
-	// a time to come back instead (*BusyError), so that waiting for capacity holds no
-	// worker. Zero: wait up to Deadline.
+	// that would wait longer (the queue ahead says so, or it has waited that long), or whose
+	// Deadline cannot be met, is given a time to come back instead (*BusyError, never a
+	// *DeadlineError), so that waiting for capacity holds no worker. Zero: wait up to
+	// Deadline.
 	MaxWait time.Duration
 }
 
@@ -399,13 +400,13 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 		}
 		return nil, err
 	}
-	// busyAt reports whether the caller's MaxWait runs out before the deadline: then it
-	// leaves with a time to come back (park) rather than a DeadlineError.
-	busyAt := func(deadline time.Time) bool {
-		return req.MaxWait > 0 && (deadline.IsZero() || started.Add(req.MaxWait).Before(deadline))
-	}
+	// A caller with a MaxWait can come back later, so whatever ends its wait — its MaxWait,
+	// or a deadline it cannot meet here (its attempt's, typically: a later attempt has a
+	// fresh one) — gives it a time to come back (park) rather than a DeadlineError. Its own
+	// hard limits are its business when it parks.
+	parkable := req.MaxWait > 0
 	giveUpAt := func() time.Time {
-		if busyAt(deadline) {
+		if parkable && (deadline.IsZero() || started.Add(req.MaxWait).Before(deadline)) {
 			return started.Add(req.MaxWait)
 		}
 		return deadline
@@ -459,6 +460,9 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 			if !deadline.IsZero() && time.Now().Add(r.wait).After(deadline) {
 				// The head's refill time is exact unless capacity comes back early; failing
 				// now beats holding the queue's head until the deadline.
+				if parkable {
+					return park(r)
+				}
 				return giveUp(OutcomeDeadline, &DeadlineError{Key: req.Key, Waited: time.Since(started), Needed: r.wait})
 			}
 			if timer == nil {
@@ -482,11 +486,14 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) && !deadline.IsZero() {
+				if parkable {
+					return park(r)
+				}
 				return giveUp(OutcomeDeadline, &DeadlineError{Key: req.Key, Waited: time.Since(started), Ahead: max(r.rank, 0)})
 			}
 			return giveUp(OutcomeCanceled, fmt.Errorf("acquiring %s: %w", req.Key, ctx.Err()))
 		case <-expired:
-			if busyAt(deadline) {
+			if parkable {
 				return park(r)
 			}
 			return giveUp(OutcomeDeadline, &DeadlineError{Key: req.Key, Waited: time.Since(started), Ahead: max(r.rank, 0)})

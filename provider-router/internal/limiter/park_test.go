@@ -93,6 +93,30 @@ func TestMaxWaitSpentWhileWaiting(t *testing.T) {
 	}
 }
 
+// A caller that can come back is never told its deadline cannot be met: a later attempt
+// has a fresh deadline, so it is given a time to come back instead.
+func TestMaxWaitParksInsteadOfMissingTheDeadline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l := b.replica(t, Options{Now: clk.Now, LeaseTTL: time.Minute})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 60}))
+	var drained []*Reservation
+	for range 60 {
+		r, err := l.Acquire(ctx, Request{Key: b.key})
+		require.NoError(t, err)
+		drained = append(drained, r)
+	}
+	// At the head the refill is 1 s away: within its MaxWait, past its deadline.
+	_, err := l.Acquire(ctx, Request{Key: b.key, MaxWait: 5 * time.Second, Deadline: time.Now().Add(300 * time.Millisecond)})
+	require.ErrorIs(t, err, ErrBusy)
+	require.NotErrorIs(t, err, ErrDeadline)
+	for _, r := range drained {
+		require.NoError(t, r.Release(ctx))
+	}
+}
+
 func TestMaxWaitValidated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
