@@ -9,11 +9,13 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
@@ -112,6 +114,17 @@ type Parked struct {
 
 func (p *Parked) Error() string {
 	return fmt.Sprintf("run parked for %s (%s)", p.Delay.Round(time.Millisecond), p.Reason)
+}
+
+// registeredQueues is asynq's Redis set of queue names (base.AllQueues in asynq's internals).
+const registeredQueues = "asynq:queues"
+
+// Register adds an asynq queue to asynq's set of queues. asynq's client adds a queue there on
+// its first enqueue and then remembers, for the life of the process, that it did: when Redis
+// loses its data, the set stays without that process's queues, and asynq's Inspector answers
+// ErrQueueNotFound even for tasks that exist. Register is what the client would have done.
+func Register(ctx context.Context, rdb redis.UniversalClient, asynqQueue string) error {
+	return rdb.SAdd(ctx, registeredQueues, asynqQueue).Err()
 }
 
 // StepDone is the payload of a TypeStepDone task.

@@ -68,7 +68,7 @@ func New(o Options) *App {
 		DB: o.DB, Queue: client, Tasks: inspector, Events: events, Log: o.Log,
 		Registry: reg, Limiter: ratelimit.New(o.Redis), Queues: tracker,
 		Governor:  &governance.Governor{Quota: &governance.StoreQuota{DB: o.DB}},
-		Retention: o.TaskRetention, Resolver: o.Resolver,
+		Retention: o.TaskRetention, Resolver: o.Resolver, Redis: o.Redis,
 	}
 	return &App{
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/governance"
@@ -60,6 +61,8 @@ type Service struct {
 	Window time.Duration
 	// Resolver, when set, replaces DNS when callback URLs are checked (tests).
 	Resolver netguard.Resolver
+	// Redis, when set, lets enqueue register a queue again after Redis lost its data.
+	Redis redis.UniversalClient
 
 	group     committer
 	snapshots snapshots
@@ -377,6 +380,14 @@ func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, p
 	// and must make way for the new task.
 	tier := queue.Tier(queueName, priority)
 	info, err := s.Tasks.GetTaskInfo(tier, runID)
+	if errors.Is(err, asynq.ErrQueueNotFound) && s.Redis != nil {
+		// The task exists (its id conflicted) but its queue is not registered: Redis lost
+		// its data after this process's asynq client had registered the queue.
+		if err := queue.Register(ctx, s.Redis, tier); err != nil {
+			return fmt.Errorf("registering queue %s: %w", tier, err)
+		}
+		info, err = s.Tasks.GetTaskInfo(tier, runID)
+	}
 	if err != nil {
 		return fmt.Errorf("inspecting task of run %s: %w", runID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -50,9 +51,11 @@ type Reconciler struct {
 // Start scans until Stop.
 func (r *Reconciler) Start(ctx context.Context) {
 	r.loop = periodic.Loop{Every: cmp.Or(r.Every, 5*time.Second), Run: func(ctx context.Context) {
-		if n, err := r.Once(ctx); err != nil && ctx.Err() == nil {
+		n, err := r.Once(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.Log.Warn("reconciling runs", "error", err)
-		} else if n > 0 {
+		}
+		if n > 0 {
 			r.Log.Info("re-enqueued stranded runs", "runs", n)
 		}
 	}}
@@ -94,20 +97,28 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// One run that cannot be repaired must not keep the others stranded: each is tried, and
+	// the failures are reported together.
 	n := 0
+	var errs []error
 	for _, c := range cands {
+		if ctx.Err() != nil {
+			break
+		}
 		info, err := r.Tasks.GetTaskInfo(queue.Tier(c.Queue, run.Priority(c.Priority)), c.ID)
 		switch {
 		case err == nil && info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived:
 			continue // its task is live
 		case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
-			return n, err
+			errs = append(errs, fmt.Errorf("run %s: looking up its task: %w", c.ID, err))
+			continue
 		}
 		if err := r.Requeuer.Requeue(ctx, c.ID); err != nil {
-			return n, err
+			errs = append(errs, fmt.Errorf("run %s: re-enqueueing: %w", c.ID, err))
+			continue
 		}
 		r.Log.Warn("run had no task in redis; re-enqueued", "job_id", c.ID, "status", c.Status, "queue", c.Queue)
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
