@@ -13,6 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/shared/payload"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -100,19 +101,27 @@ func Permanent(code, format string, args ...any) error {
 	return &PermanentError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// payload is the accepted shape of a job's payload for the LLM tiers: either messages in
-// OpenAI form, or a prompt (or input) string that becomes one user message.
-type payload struct {
+// chatPayload is how the tiers read a chat payload (shared/payload checks its shape first):
+// either messages in OpenAI form, or a prompt (or input) string that becomes one user
+// message.
+type chatPayload struct {
 	Messages []openai.ChatCompletionMessage `json:"messages"`
 	Prompt   string                         `json:"prompt"`
 	Input    string                         `json:"input"`
 }
 
 // Messages builds the conversation: the skill's system prompt, then the payload's messages.
+// A payload of the wrong shape is a permanent INVALID_PAYLOAD naming every wrong field, in
+// the words the dispatcher uses to refuse it at dispatch.
 func Messages(sk skill.Skill, raw json.RawMessage) ([]openai.ChatCompletionMessage, error) {
-	var p payload
+	if problems := payload.CheckChat(raw); len(problems) > 0 {
+		return nil, Permanent("INVALID_PAYLOAD", "%s", payload.Describe(problems))
+	}
+	var p chatPayload
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, Permanent("INVALID_PAYLOAD", "payload.messages must be a list of {role, content}: %v", err)
+		// The check above accepts only what decodes; this is a guard, and its message
+		// keeps the decoder's Go types out of the run's error.
+		return nil, Permanent("INVALID_PAYLOAD", "payload does not have the shape llm_only and tool_using take (docs/api.md)")
 	}
 	var msgs []openai.ChatCompletionMessage
 	if sk.SystemPrompt != "" {
@@ -120,20 +129,11 @@ func Messages(sk skill.Skill, raw json.RawMessage) ([]openai.ChatCompletionMessa
 	}
 	switch {
 	case len(p.Messages) > 0:
-		for i, m := range p.Messages {
-			switch m.Role {
-			case openai.ChatMessageRoleUser, openai.ChatMessageRoleAssistant, openai.ChatMessageRoleSystem:
-			default:
-				return nil, Permanent("INVALID_PAYLOAD", "payload.messages[%d].role must be user, assistant or system", i)
-			}
-		}
 		msgs = append(msgs, p.Messages...)
 	case p.Prompt != "":
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: p.Prompt})
-	case p.Input != "":
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: p.Input})
 	default:
-		return nil, Permanent("INVALID_PAYLOAD", "payload needs messages (a list of {role, content}) or a prompt string")
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: p.Input})
 	}
 	return msgs, nil
 }
