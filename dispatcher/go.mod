@@ -39,6 +39,7 @@ require (
 )
 
 require (
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-playground/validator/v10 v10.30.6
 	github.com/google/uuid v1.6.0
 	github.com/hibiken/asynq v0.26.0

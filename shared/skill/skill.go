@@ -37,7 +37,7 @@ type Skill struct {
 	RiskLevel        string          `json:"risk_level" yaml:"risk_level" validate:"omitempty,oneof=minimal limited high critical"`
 	RequiresApproval bool            `json:"requires_approval" yaml:"requires_approval"`
 	DataResidency    string          `json:"data_residency" yaml:"data_residency" validate:"omitempty,oneof=any eu_only us_only"`
-	CostCeilingUSD   *float64        `json:"cost_ceiling_usd,omitempty" yaml:"cost_ceiling_usd" validate:"omitempty,min=0"`
+	CostCeilingUSD   *float64        `json:"cost_ceiling_usd,omitempty" yaml:"cost_ceiling_usd" validate:"omitempty,min=0,max=99999999"` // numeric(14, 6)
 	Chain            json.RawMessage `json:"chain,omitempty" yaml:"-"`
 	Autonomous       json.RawMessage `json:"autonomous,omitempty" yaml:"-"`
 	UpdatedAt        time.Time       `json:"updated_at" yaml:"-"`

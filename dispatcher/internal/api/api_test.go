@@ -206,7 +206,7 @@ func TestDispatchValidation(t *testing.T) {
 func TestOversizedBody(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	big := `{"job_type":"demo_llm","payload":{"x":"` + strings.Repeat("a", api.MaxBodyBytes) + `"}}`
+	big := `{"job_type":"demo_llm","payload":{"x":"` + strings.Repeat("a", int(api.MaxBodyBytes)) + `"}}`
 	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", big)
 	require.Equal(t, http.StatusRequestEntityTooLarge, code)
 	require.Equal(t, "PAYLOAD_TOO_LARGE", res["code"])

@@ -117,13 +117,13 @@ func TestHighRiskScansForPII(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Clean payload: runs at once.
-	code, res := b.dispatch(`{"job_type":"demo_high_risk","payload":{"message":"The parcel arrived late."}}`)
+	code, res := b.dispatch(`{"job_type":"demo_high_risk","payload":{"prompt":"The parcel arrived late."}}`)
 	require.Equal(t, http.StatusAccepted, code)
 	require.Equal(t, "queued", res["status"])
 
 	secretEmail := "jane.doe@example.com"
 	card := "4111 1111 1111 1111"
-	code, res = b.dispatch(`{"job_type":"demo_high_risk","payload":{"customer":{"email":"` + secretEmail +
+	code, res = b.dispatch(`{"job_type":"demo_high_risk","payload":{"prompt":"Refund them","customer":{"email":"` + secretEmail +
 		`"},"notes":["card ` + card + `"]}}`)
 	require.Equal(t, http.StatusAccepted, code)
 	require.Equal(t, "held_for_review", res["status"])
@@ -151,7 +151,7 @@ func TestHighRiskScansForPII(t *testing.T) {
 	_, err := b.pool.Exec(context.Background(), `UPDATE orgs SET pii_keywords = '{Project Falcon}' WHERE id = $1`, b.orgID)
 	require.NoError(t, err)
 	waitFor(t, func() bool {
-		_, res = b.dispatch(`{"job_type":"demo_high_risk","payload":{"message":"status of project falcon?"}}`)
+		_, res = b.dispatch(`{"job_type":"demo_high_risk","payload":{"prompt":"status of project falcon?"}}`)
 		return res["status"] == "held_for_review"
 	}, "keyword to hold")
 	require.Equal(t, "keyword", res["holdReasons"].([]any)[0].(map[string]any)["detector"])

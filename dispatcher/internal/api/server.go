@@ -22,8 +22,9 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
-// MaxBodyBytes bounds every request body; larger bodies answer 413.
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes bounds every request body (1 MiB); larger bodies answer 413 PAYLOAD_TOO_LARGE
+// with the limit in context.limit_bytes.
+const MaxBodyBytes int64 = 1 << 20
 
 // Server holds what the handlers need.
 type Server struct {
@@ -45,7 +46,7 @@ func (s *Server) Handler() *echo.Echo {
 	e.HidePort = true
 	e.HTTPErrorHandler = apierr.Handler(s.Log)
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("1M"))
+	e.Use(limitBody(MaxBodyBytes))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -113,6 +114,22 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// limitBody answers 413 PAYLOAD_TOO_LARGE, naming the limit, for a body over limit bytes:
+// at once when its Content-Length says so, else as soon as reading it passes the limit
+// (dispatch.Decode turns the reader's http.MaxBytesError into the same answer).
+func limitBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.ContentLength > limit {
+				return dispatch.PayloadTooLarge(limit).With("content_length", req.ContentLength)
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
+			return next(c)
+		}
+	}
+}
+
 func principal(c echo.Context) auth.Principal {
 	p, _ := c.Get("principal").(auth.Principal)
 	return p
@@ -144,7 +161,12 @@ func unauthenticated(msg string) *apierr.Error {
 		"Send 'Authorization: Bearer <api key>'. `make run` writes the dev admin key to .run/admin.key.")
 }
 
+// dispatchDBError answers a failed Postgres call: DATABASE_UNAVAILABLE, or a 400 for a
+// value Postgres refused as invalid data (dispatch.DataError).
 func dispatchDBError(err error) *apierr.Error {
+	if de := dispatch.DataError(err, ""); de != nil {
+		return de
+	}
 	return apierr.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE",
 		"The registry database could not be reached.",
 		"Retry shortly; operators: check PostgreSQL and /readyz.").Wrap(err)

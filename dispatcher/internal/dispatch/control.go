@@ -98,6 +98,9 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 	if errors.As(err, &te) {
 		return ControlResult{}, conflict("JOB_NOT_REVIEWABLE", "The job changed status meanwhile; it can no longer be reviewed.", r)
 	}
+	if de := DataError(err, "reason"); de != nil {
+		return ControlResult{}, de // the reason is the only text of the caller's in the review
+	}
 	if err != nil {
 		return ControlResult{}, dbError(err)
 	}

@@ -94,24 +94,47 @@ func (v *Validator) Struct(s any) []FieldError {
 	return out
 }
 
+// ruleMessage says what a failed rule wants, with its parameter, in the caller's terms.
 func ruleMessage(fe validator.FieldError) string {
+	p := fe.Param()
 	switch fe.Tag() {
 	case "required":
 		return "is required"
 	case "max":
-		return "is longer than " + fe.Param()
+		return bound("at most", fe.Kind(), p)
+	case "min":
+		return bound("at least", fe.Kind(), p)
 	case "oneof":
-		return "must be one of: " + fe.Param()
+		return "must be one of: " + strings.Join(strings.Fields(p), ", ")
 	case "jobtype":
-		return "must match ^[a-z][a-z0-9_.-]{0,127}$"
+		return "must match ^[a-z][a-z0-9_.-]{0,127}$: lower-case letters, digits, '_', '.' and '-', starting with a letter"
 	case "httpurl":
-		return "must be an http or https URL"
+		return "must be an http or https URL with a host"
 	case "uuid":
 		return "must be a UUID"
 	case "printascii":
 		return "must be printable ASCII"
 	}
+	if p != "" {
+		return fmt.Sprintf("fails rule %s=%s", fe.Tag(), p)
+	}
 	return "fails rule " + fe.Tag()
+}
+
+// bound says a min or max rule with its parameter and unit: characters for strings (the
+// validator counts runes), items for lists and maps, nothing for numbers.
+func bound(which string, k reflect.Kind, n string) string {
+	plural := ""
+	if n != "1" {
+		plural = "s"
+	}
+	switch k {
+	case reflect.String:
+		return "must be " + which + " " + n + " character" + plural
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return "must have " + which + " " + n + " item" + plural
+	}
+	return "must be " + which + " " + n
 }
 
 // ValidationFailed is the 400 answer listing every failing field.
@@ -121,64 +144,77 @@ func ValidationFailed(fields []FieldError) *apierr.Error {
 		"The request schema is in /api/v1/openapi.json.").With("fields", fields)
 }
 
-// Decode reads a JSON body strictly — unknown fields and trailing data are errors — into
-// dst and validates it. Decoding errors are reported as field errors too.
-func Decode(body io.Reader, v *Validator, dst any) error {
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return ValidationFailed([]FieldError{decodeError(err)})
-	}
-	if dec.More() {
-		return ValidationFailed([]FieldError{{Field: "$", Rule: "json", Message: "has data after the JSON object"}})
-	}
-	if fields := v.Struct(dst); len(fields) > 0 {
-		return ValidationFailed(fields)
-	}
-	return nil
+// PayloadTooLarge is the 413 answer for a body over the limit.
+func PayloadTooLarge(limit int64) *apierr.Error {
+	return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+		fmt.Sprintf("The request body is larger than the limit of %d bytes.", limit),
+		"Send a smaller body: split a batch into several, or keep large documents out of the payload and send a reference to them.").
+		With("limit_bytes", limit)
 }
 
+// Decode reads a JSON body strictly into dst and validates it. Refused, each by its field's
+// JSON path: a body that is not one JSON value, a member name that appears twice in one
+// object, text that is not valid Unicode or holds a NUL (checkBody); values of the wrong
+// type and unknown members, every one of them (shapeErrors); and every field breaking a
+// validation rule. A body over the limit of http.MaxBytesReader is PAYLOAD_TOO_LARGE.
+func Decode(body io.Reader, v *Validator, dst any) error {
+	b, err := io.ReadAll(body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return PayloadTooLarge(tooLarge.Limit)
+	case err != nil:
+		return ValidationFailed([]FieldError{{Field: "$", Rule: "json", Message: "could not be read to its end"}})
+	case len(bytes.TrimSpace(b)) == 0:
+		return ValidationFailed([]FieldError{{Field: "$", Rule: "required", Message: "the body is empty"}})
+	}
+	if fields := checkBody(b); len(fields) > 0 {
+		return ValidationFailed(fields)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var shape []FieldError
+	if err := dec.Decode(dst); err != nil {
+		// encoding/json decoded what it could and named only its first complaint.
+		if shape = shapeErrors(b, reflect.TypeOf(dst).Elem()); len(shape) == 0 {
+			shape = []FieldError{decodeError(err)}
+		}
+	}
+	return merge(shape, v.Struct(dst))
+}
+
+// merge answers the shape errors and the rule errors of fields that have the right shape;
+// a field of the wrong type fails its rules only because it could not be decoded.
+func merge(shape, rules []FieldError) error {
+	fields := shape
+	for _, r := range rules {
+		covered := false
+		for _, s := range shape {
+			if s.Field == "$" || r.Field == s.Field || strings.HasPrefix(r.Field, s.Field+".") || strings.HasPrefix(r.Field, s.Field+"[") {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			fields = append(fields, r)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return ValidationFailed(fields)
+}
+
+// decodeError describes an encoding/json error that shapeErrors did not explain; it is a
+// guard, and it keeps Go type names out of the answer.
 func decodeError(err error) FieldError {
 	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
+	if errors.As(err, &te) {
 		field := te.Field
 		if field == "" {
 			field = "$"
 		}
 		return FieldError{Field: field, Rule: "type", Message: "must be " + jsonKind(te.Type)}
-	case errors.As(err, &se):
-		return FieldError{Field: "$", Rule: "json", Message: fmt.Sprintf("is not valid JSON (at byte %d)", se.Offset)}
-	case errors.Is(err, io.EOF):
-		return FieldError{Field: "$", Rule: "required", Message: "the body is empty"}
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return FieldError{Field: strings.Trim(name, `"`), Rule: "unknown_field", Message: "is not a known field"}
-	}
-	return FieldError{Field: "$", Rule: "json", Message: "is not valid JSON"}
-}
-
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return "a JSON value"
-		}
-		return "an array"
-	case reflect.Bool:
-		return "a boolean"
-	default:
-		return "a number"
-	}
-}
-
-// IsObject reports whether raw is a JSON object.
-func IsObject(raw json.RawMessage) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{'
+	return FieldError{Field: "$", Rule: "json", Message: "does not have the shape this endpoint takes (/api/v1/openapi.json)"}
 }

@@ -130,8 +130,8 @@ type Options struct {
 // Dispatch accepts one job for the principal's organisation.
 func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, opts Options) (Result, error) {
 	started := time.Now().UTC()
-	if !IsObject(req.Payload) {
-		return Result{}, ValidationFailed([]FieldError{{Field: "payload", Rule: "type", Message: "must be an object"}})
+	if err := s.checkRequest(ctx, p.OrgID, req); err != nil {
+		return Result{}, err
 	}
 	if req.IdempotencyKey != "" {
 		if res, ok, err := s.existing(ctx, p.OrgID, req.IdempotencyKey); err != nil || ok {
@@ -441,11 +441,14 @@ func skillNotFound(jobType string, disabled bool) *apierr.Error {
 		With("job_type", jobType, "disabled", disabled)
 }
 
-// dbError turns a Postgres failure into DATABASE_UNAVAILABLE.
+// dbError turns a Postgres failure into DATABASE_UNAVAILABLE, or invalid data into a 400.
 func dbError(err error) *apierr.Error {
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if de := DataError(err, ""); de != nil {
+		return de
 	}
 	return apierr.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE",
 		"The registry database could not be reached; nothing was recorded.",
