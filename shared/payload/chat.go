@@ -1,8 +1,13 @@
 package payload
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The shape of a chat payload, which llm_only and tool_using runs take:
@@ -15,186 +20,332 @@ import (
 // list of content parts ({"type": "text", "text": ...} or {"type": "image_url",
 // "image_url": {"url": ..., "detail": ...}}); name, refusal, reasoning_content and
 // tool_call_id are strings; function_call is {name, arguments} and tool_calls a list of
-// {id, type, function: {name, arguments}}. These are exactly the payloads the executor's
-// OpenAI message type decodes, member names matched as encoding/json matches them (exactly,
-// else ignoring case).
+// {index, id, type, function: {name, arguments}}. These are exactly the payloads the
+// executor's OpenAI message type decodes with encoding/json: member names match exactly,
+// else ignoring case; null leaves a member unset; of two equal names the last counts.
 
-// chat holds the members of a chat payload the tiers read.
-type chat struct {
-	Messages json.RawMessage `json:"messages"`
-	Prompt   json.RawMessage `json:"prompt"`
-	Input    json.RawMessage `json:"input"`
-}
-
-type message struct {
-	Role             json.RawMessage `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	Name             json.RawMessage `json:"name"`
-	Refusal          json.RawMessage `json:"refusal"`
-	ReasoningContent json.RawMessage `json:"reasoning_content"`
-	ToolCallID       json.RawMessage `json:"tool_call_id"`
-	FunctionCall     json.RawMessage `json:"function_call"`
-	ToolCalls        json.RawMessage `json:"tool_calls"`
-}
-
-type contentPart struct {
-	Type     json.RawMessage `json:"type"`
-	Text     json.RawMessage `json:"text"`
-	ImageURL json.RawMessage `json:"image_url"`
-}
-
-type imageURL struct {
-	URL    json.RawMessage `json:"url"`
-	Detail json.RawMessage `json:"detail"`
-}
-
-type functionCall struct {
-	Name      json.RawMessage `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-type toolCall struct {
-	Index    json.RawMessage `json:"index"`
-	ID       json.RawMessage `json:"id"`
-	Type     json.RawMessage `json:"type"`
-	Function json.RawMessage `json:"function"`
-}
-
-// CheckChat returns every problem of raw as a chat payload (llm_only, tool_using).
+// CheckChat returns every problem of raw as a chat payload (llm_only, tool_using). It reads
+// the payload once, as a stream of tokens, and allocates only for what it reports.
 func CheckChat(raw json.RawMessage) []Problem {
-	var c checker
-	var p chat
-	if !c.object("", raw, &p, "must be an object") {
-		return c.problems
+	w := walker{dec: decoders.Get().(*jsontext.Decoder)}
+	w.dec.Reset(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	defer func() {
+		w.dec.Reset(bytes.NewReader(nil)) // hold no payload while pooled
+		decoders.Put(w.dec)
+	}()
+	if w.dec.PeekKind() != '{' {
+		return []Problem{{Rule: "type", Message: "must be an object"}}
 	}
-	c.str("prompt", p.Prompt)
-	c.str("input", p.Input)
-	msgs, _ := c.array("messages", p.Messages, "must be a list of messages ({role, content})")
-	for i, m := range msgs {
-		c.message(fmt.Sprintf("messages[%d]", i), m)
-	}
-	if len(c.problems) == 0 && len(msgs) == 0 && !nonEmptyString(p.Prompt) && !nonEmptyString(p.Input) {
-		c.add("", "required", "needs messages (a list of {role, content}), a prompt string or an input string")
-	}
-	return c.problems
-}
-
-type checker struct{ problems []Problem }
-
-func (c *checker) add(path, rule, msg string) {
-	c.problems = append(c.problems, Problem{Path: path, Rule: rule, Message: msg})
-}
-
-func (c *checker) message(path string, raw json.RawMessage) {
-	var m message
-	if !c.object(path, raw, &m, "must be a message object ({role, content})") {
-		return
-	}
-	var role string
-	switch {
-	case absent(m.Role):
-		c.add(path+".role", "required", "is required (user, assistant or system)")
-	case json.Unmarshal(m.Role, &role) != nil:
-		c.add(path+".role", "type", "must be a string: user, assistant or system")
-	case role != "user" && role != "assistant" && role != "system":
-		c.add(path+".role", "oneof", "must be user, assistant or system")
-	}
-	if !absent(m.Content) && kind(m.Content) != '"' {
-		parts, ok := c.array(path+".content", m.Content,
-			"must be a string or a list of content parts ({type, text} or {type, image_url})")
-		if ok {
-			for i, part := range parts {
-				c.part(fmt.Sprintf("%s.content[%d]", path, i), part)
+	var messages int
+	var prompt, input bool
+	w.object("", "", func(name []byte) {
+		switch member(name, "messages", "prompt", "input") {
+		case "messages":
+			n, ok := w.array("messages", "must be a list of messages ({role, content})", w.message)
+			if ok {
+				messages = n
 			}
+		case "prompt":
+			if v, ok := w.str("prompt"); ok {
+				prompt = string(v) != `""`
+			}
+		case "input":
+			if v, ok := w.str("input"); ok {
+				input = string(v) != `""`
+			}
+		default:
+			w.skip()
 		}
+	})
+	if w.broken {
+		return []Problem{{Rule: "json", Message: "is not valid JSON"}}
 	}
-	c.str(path+".name", m.Name)
-	c.str(path+".refusal", m.Refusal)
-	c.str(path+".reasoning_content", m.ReasoningContent)
-	c.str(path+".tool_call_id", m.ToolCallID)
-	c.function(path+".function_call", m.FunctionCall)
-	calls, _ := c.array(path+".tool_calls", m.ToolCalls, "must be a list of tool calls ({id, type, function})")
-	for i, raw := range calls {
-		tp := fmt.Sprintf("%s.tool_calls[%d]", path, i)
-		var tc toolCall
-		if !c.object(tp, raw, &tc, "must be a tool call object ({id, type, function})") {
-			continue
-		}
-		var n *int
-		if !absent(tc.Index) && json.Unmarshal(tc.Index, &n) != nil {
-			c.add(tp+".index", "type", "must be an integer")
-		}
-		c.str(tp+".id", tc.ID)
-		c.str(tp+".type", tc.Type)
-		c.function(tp+".function", tc.Function)
+	if len(w.problems) == 0 && messages == 0 && !prompt && !input {
+		w.add("", "required", "needs messages (a list of {role, content}), a prompt string or an input string")
 	}
+	return w.problems
 }
 
-func (c *checker) part(path string, raw json.RawMessage) {
-	var p contentPart
-	if !c.object(path, raw, &p, "must be a content part object ({type, text} or {type, image_url})") {
+func (w *walker) message(path string) {
+	if w.dec.PeekKind() != '{' {
+		// A null message decodes to one without a role, which no tier takes.
+		w.add(path, "type", "must be a message object ({role, content})")
+		w.skip()
 		return
 	}
-	c.str(path+".type", p.Type)
-	c.str(path+".text", p.Text)
-	var u imageURL
-	if !absent(p.ImageURL) && c.object(path+".image_url", p.ImageURL, &u, "must be an object ({url, detail})") {
-		c.str(path+".image_url.url", u.URL)
-		c.str(path+".image_url.detail", u.Detail)
+	role, hasRole := "", false
+	var c content
+	w.object(path, "", func(name []byte) {
+		switch m := member(name, "role", "content", "name", "refusal", "reasoning_content", "tool_call_id",
+			"function_call", "tool_calls", "multicontent"); m {
+		case "role":
+			if w.dec.PeekKind() == 'n' {
+				w.skip()
+			} else if v, ok := w.str(path + ".role"); ok {
+				role, hasRole = unquote(v), true
+			}
+		case "content":
+			c.read(w, path, string(name) == `"content"`)
+		case "multicontent":
+			c.readMulti(w, path)
+		case "function_call":
+			w.function(path + ".function_call")
+		case "tool_calls":
+			w.array(path+".tool_calls", "must be a list of tool calls ({id, type, function})", w.toolCall)
+		case "":
+			w.skip()
+		default:
+			w.str(path + "." + m)
+		}
+	})
+	c.check(w, path)
+	switch {
+	case !hasRole:
+		if !w.reported(path + ".role") {
+			w.add(path+".role", "required", "is required (user, assistant or system)")
+		}
+	case role != "user" && role != "assistant" && role != "system":
+		w.add(path+".role", "oneof", "must be user, assistant or system")
 	}
 }
 
-func (c *checker) function(path string, raw json.RawMessage) {
-	var f functionCall
-	if !absent(raw) && c.object(path, raw, &f, "must be an object ({name, arguments})") {
-		c.str(path+".name", f.Name)
-		c.str(path+".arguments", f.Arguments)
+const contentMessage = "must be a string or a list of content parts ({type, text} or {type, image_url})"
+
+// content follows the two ways go-openai reads a message: with content as a string (any
+// case of the name; a "MultiContent" member then holds the parts), or, if that fails, with
+// a member named exactly "content" as the list of parts (other cases of the name then hold
+// a string). A message is taken if either way works.
+type content struct {
+	notString  bool // some content member is not a string or null
+	notParts   bool // some "content" member is not a list of parts or null
+	notOther   bool // some other case of the name is not a string or null
+	badMulti   bool // some multicontent member is not a list of parts or null
+	partsFound bool // the problems of some "content" list of parts are reported
+}
+
+func (c *content) read(w *walker, path string, exact bool) {
+	switch k := w.dec.PeekKind(); {
+	case k == 'n':
+		w.skip()
+	case k == '"':
+		c.notParts = c.notParts || exact
+		w.skip()
+	case k == '[' && exact:
+		c.notString = true
+		n := len(w.problems)
+		w.array(path+".content", contentMessage, w.part)
+		if len(w.problems) > n {
+			c.notParts, c.partsFound = true, true
+		}
+	default:
+		c.notString = true
+		if exact {
+			c.notParts = true
+		} else {
+			c.notOther = true
+		}
+		w.skip()
 	}
 }
 
-// object decodes the object raw into dst, or records that it is not one.
-func (c *checker) object(path string, raw json.RawMessage, dst any, msg string) bool {
-	if kind(raw) != '{' || json.Unmarshal(raw, dst) != nil {
-		c.add(path, "type", msg)
-		return false
+func (c *content) readMulti(w *walker, path string) {
+	n := len(w.problems)
+	if _, ok := w.array(path+".multicontent", contentMessage, w.part); !ok || len(w.problems) > n {
+		c.badMulti = true
 	}
-	return true
+	w.problems = w.problems[:n] // reported below, only if it decides
 }
 
-// array returns the elements of raw: none when it is absent or null, and ok false (with a
-// problem recorded) when it is not an array.
-func (c *checker) array(path string, raw json.RawMessage, msg string) ([]json.RawMessage, bool) {
-	if absent(raw) {
-		return nil, true
+func (c *content) check(w *walker, path string) {
+	asString := !c.notString && !c.badMulti
+	asParts := !c.notParts && !c.notOther
+	switch {
+	case asString || asParts || c.partsFound:
+	case !c.notString:
+		w.add(path+".multicontent", "type", "must be a list of content parts ({type, text} or {type, image_url})")
+	default:
+		w.add(path+".content", "type", contentMessage)
 	}
-	var elems []json.RawMessage
-	if kind(raw) != '[' || json.Unmarshal(raw, &elems) != nil {
-		c.add(path, "type", msg)
+}
+
+func (w *walker) part(path string) {
+	w.object(path, "must be a content part object ({type, text} or {type, image_url})", func(name []byte) {
+		switch m := member(name, "type", "text", "image_url"); m {
+		case "image_url":
+			w.object(path+".image_url", "must be an object ({url, detail})", func(name []byte) {
+				if m := member(name, "url", "detail"); m != "" {
+					w.str(path + ".image_url." + m)
+				} else {
+					w.skip()
+				}
+			})
+		case "":
+			w.skip()
+		default:
+			w.str(path + "." + m)
+		}
+	})
+}
+
+func (w *walker) toolCall(path string) {
+	w.object(path, "must be a tool call object ({id, type, function})", func(name []byte) {
+		switch m := member(name, "index", "id", "type", "function"); m {
+		case "index":
+			v := w.value()
+			if v.Kind() != 'n' {
+				if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+					w.add(path+".index", "type", "must be an integer")
+				}
+			}
+		case "function":
+			w.function(path + ".function")
+		case "":
+			w.skip()
+		default:
+			w.str(path + "." + m)
+		}
+	})
+}
+
+func (w *walker) function(path string) {
+	w.object(path, "must be an object ({name, arguments})", func(name []byte) {
+		if m := member(name, "name", "arguments"); m != "" {
+			w.str(path + "." + m)
+		} else {
+			w.skip()
+		}
+	})
+}
+
+// decoders are reused: a jsontext.Decoder is a few hundred bytes, and every dispatch checks
+// a payload.
+var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+
+// walker reads a payload's tokens and collects its problems.
+type walker struct {
+	dec      *jsontext.Decoder
+	problems []Problem
+	broken   bool // the text is not valid JSON
+}
+
+func (w *walker) add(path, rule, msg string) {
+	w.problems = append(w.problems, Problem{Path: path, Rule: rule, Message: msg})
+}
+
+func (w *walker) reported(path string) bool {
+	for _, p := range w.problems {
+		if p.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// object calls member with each member name of the object at the decoder, which must read
+// exactly the member's value. null is no object and no problem; anything else is a problem
+// with msg.
+func (w *walker) object(path, msg string, member func(name []byte)) {
+	switch w.dec.PeekKind() {
+	case 'n':
+		w.skip()
+		return
+	case '{':
+	default:
+		w.add(path, "type", msg)
+		w.skip()
+		return
+	}
+	w.token()
+	for !w.broken && w.dec.PeekKind() == '"' {
+		member(w.value())
+	}
+	w.token()
+}
+
+// array calls elem with the path of each element of the array at the decoder, which must
+// read exactly the element, and returns how many it had. null is an empty array; anything
+// else is a problem with msg, and ok is false.
+func (w *walker) array(path, msg string, elem func(path string)) (n int, ok bool) {
+	switch w.dec.PeekKind() {
+	case 'n':
+		w.skip()
+		return 0, true
+	case '[':
+	default:
+		w.add(path, "type", msg)
+		w.skip()
+		return 0, false
+	}
+	w.token()
+	for !w.broken && w.dec.PeekKind() != ']' {
+		elem(path + "[" + strconv.Itoa(n) + "]")
+		n++
+	}
+	w.token()
+	return n, !w.broken
+}
+
+// str reads a string member and returns it quoted: ok is false when it is null or not a
+// string, which is a problem.
+func (w *walker) str(path string) (jsontext.Value, bool) {
+	v := w.value()
+	switch v.Kind() {
+	case '"':
+		return v, true
+	case 'n':
 		return nil, false
 	}
-	return elems, true
+	if !w.broken {
+		w.add(path, "type", "must be a string")
+	}
+	return nil, false
 }
 
-// str records a problem unless raw is absent, null or a string.
-func (c *checker) str(path string, raw json.RawMessage) {
-	if !absent(raw) && kind(raw) != '"' {
-		c.add(path, "type", "must be a string")
+func (w *walker) value() jsontext.Value {
+	v, err := w.dec.ReadValue()
+	if err != nil {
+		w.broken = true
+	}
+	return v
+}
+
+func (w *walker) skip() {
+	if w.dec.SkipValue() != nil {
+		w.broken = true
 	}
 }
 
-// kind is the first byte of a JSON value: '{', '[', '"', 'n', 't', 'f' or a digit or '-'.
-func kind(raw json.RawMessage) byte {
-	for _, b := range raw {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
+func (w *walker) token() {
+	if _, err := w.dec.ReadToken(); err != nil {
+		w.broken = true
+	}
+}
+
+// member returns which of the names the quoted member name is, as encoding/json matches a
+// member to a field — exactly, else ignoring case — or "" for none.
+func member(quoted []byte, names ...string) string {
+	name := quoted
+	if len(name) >= 2 && bytes.IndexByte(name, '\\') < 0 {
+		name = name[1 : len(name)-1]
+	} else {
+		name = []byte(unquote(quoted))
+	}
+	for _, n := range names {
+		if string(name) == n {
+			return n
 		}
-		return b
 	}
-	return 0
+	for _, n := range names {
+		if strings.EqualFold(string(name), n) {
+			return n
+		}
+	}
+	return ""
 }
 
-// absent reports a member that is missing or null: encoding/json leaves the field as it is.
-func absent(raw json.RawMessage) bool { return len(raw) == 0 || kind(raw) == 'n' }
-
-func nonEmptyString(raw json.RawMessage) bool { return kind(raw) == '"' && string(raw) != `""` }
+// unquote decodes a JSON string as encoding/json does: invalid UTF-8 and unpaired
+// surrogates become U+FFFD (AppendUnquote's error only says there were some).
+func unquote(v []byte) string {
+	b, _ := jsontext.AppendUnquote(nil, v)
+	return string(b)
+}

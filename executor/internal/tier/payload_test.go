@@ -55,7 +55,15 @@ var payloadCorpus = []string{
 	`{"messages":[{"role":"user","refusal":false}]}`, `{"messages":[{"role":"user","reasoning_content":[]}]}`,
 	`{"messages":[{"Role":"user","Content":"hi"}]}`, `{"messages":[{"role":"user","content":"a","extra":{"x":1}}]}`,
 	`{"messages":[{"role":"user","content":"a"},{"role":"tool","content":"b"}]}`, `{"other":{"deep":[1,2]},"prompt":"p"}`,
-	`{"messages":[{"role":"system","content":[]}]}`,
+	`{"messages":[{"role":"system","content":[]}]}`, `{"messages":[{"role":"user","content":[null]}]}`,
+	`{"messages":[{"role":"assistant","tool_calls":[null]}]}`, `{"messages":[{"role":null,"content":"x"}]}`,
+	`{"messages":[{"role":"user","content":"x","multicontent":[{"type":"text"}]}]}`,
+	`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}],"multicontent":5}]}`,
+	`{"messages":[{"role":"user","Content":[{"type":"text","text":"a"}]}]}`, `{"messages":[{"role":"user","CONTENT":"x"}]}`,
+	`{"messages":[{"role":"user","content":[{"type":"text"}],"Content":"x"}]}`, `{"messages":[{"role":"user","multicontent":5}]}`,
+	`{"messages":[{"role":"user","content":"x","MULTICONTENT":[{"type":1}]}]}`, `{"messages":[{"role":"user","content":[{"type":1}],"multicontent":3}]}`,
+	`{"messages":[{"role":"us\u0065r","content":"x"}]}`, `{"prompt":"x","prompt":null}`, `{"messages":[{"role":"user"}],"messages":null}`,
+	`{"messages":[{"role":"assistant","tool_calls":[{"index":-0}]}]}`, `{"messages":[{"role":"assistant","tool_calls":[{"index":1e2}]}]}`,
 }
 
 func TestSharedPayloadCheckAcceptsWhatTheTiersAccepted(t *testing.T) {
@@ -91,8 +99,8 @@ func TestInvalidPayloadNamesEveryFieldWithoutGoTypes(t *testing.T) {
 
 	_, err = Messages(skill.Skill{}, json.RawMessage(`{"messages":[{"role":"bot","content":5}],"prompt":1}`))
 	require.True(t, errors.As(err, &pe))
-	require.Equal(t, "payload.prompt must be a string; payload.messages[0].role must be user, assistant or system; "+
-		"payload.messages[0].content must be a string or a list of content parts ({type, text} or {type, image_url})", pe.Message)
+	require.Equal(t, "payload.messages[0].content must be a string or a list of content parts ({type, text} or {type, image_url}); "+
+		"payload.messages[0].role must be user, assistant or system; payload.prompt must be a string", pe.Message)
 	require.NotContains(t, pe.Message, "openai")
 	require.NotContains(t, pe.Message, "unmarshal")
 
