@@ -50,12 +50,13 @@ func LoadDir[T any](dir, kind string, parse func([]byte) (T, error), name func(T
 }
 
 // Decode reads one YAML document into dst, refusing unknown fields. An empty document
-// leaves dst as it is.
+// leaves dst as it is. Errors name the line, the field and what it must be (FieldError),
+// joined when there are several.
 func Decode(b []byte, dst any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(dst); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return explain(b, dst, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/shared/catalogue"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 
@@ -63,4 +64,33 @@ func TestTheCatalogueLoads(t *testing.T) {
 	for _, want := range []string{"demo_llm", "demo_react", "demo_high_risk", "demo_critical", "demo_eu_only"} {
 		require.True(t, names[want], want)
 	}
+}
+
+// TestYAMLErrorsSpeakTheFilesTerms: every misfit is reported with its line and field and
+// what it must be, never a Go type ("cannot unmarshal !!str into int", "skill.yamlSkill").
+func TestYAMLErrorsSpeakTheFilesTerms(t *testing.T) {
+	t.Parallel()
+	_, err := skill.Parse([]byte("job_type: a\nexecution_type: llm_only\nmax_tokens: lots\ntemperature: [1]\n" +
+		"tools: demo\nenabled: maybe\ncolour: red\n"))
+	var fe *catalogue.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, 3, fe.Line)
+	require.Equal(t, "parsing skill: 5 problems:\n"+
+		"  line 3: max_tokens must be a whole number, not the string \"lots\"\n"+
+		"  line 4: temperature must be a number, not a list\n"+
+		"  line 5: tools must be a list of strings, not the string \"demo\"\n"+
+		"  line 6: enabled must be true or false, not the string \"maybe\"\n"+
+		"  line 7: colour is not a known field; the fields are autonomous, chain, cost_ceiling_usd, data_residency, "+
+		"description, enabled, execution_type, job_type, max_iterations, max_retries, max_tokens, model_override, "+
+		"queue, requires_approval, risk_level, routing_hint, system_prompt, temperature, timeout_seconds, tools", err.Error())
+	for _, goTerm := range []string{"yamlSkill", "!!", "unmarshal", "into", "float64", "[]string", "bool"} {
+		require.NotContains(t, err.Error(), goTerm)
+	}
+
+	_, err = skill.Parse([]byte("- a\n- b\n"))
+	require.EqualError(t, err, "parsing skill: line 1: the file must be a mapping of fields (name: value), not a list")
+	_, err = skill.Parse([]byte("job_type: a\njob_type: b\n"))
+	require.EqualError(t, err, `parsing skill: line 2: mapping key "job_type" already defined at line 1`)
+	_, err = skill.Parse([]byte("job_type: a\n  bad: indent\n"))
+	require.EqualError(t, err, "parsing skill: line 2: mapping values are not allowed in this context")
 }

@@ -112,6 +112,9 @@ func jsonKind(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if t.Bits() == 64 {
+			return "a whole number"
+		}
 		lo := -int64(1) << (t.Bits() - 1)
 		return fmt.Sprintf("a whole number from %d to %d", lo, -(lo + 1))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
