@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/go-playground/validator/v10"
 
@@ -158,7 +159,15 @@ func PayloadTooLarge(limit int64) *apierr.Error {
 // type and unknown members, every one of them (shapeErrors); and every field breaking a
 // validation rule. A body over the limit of http.MaxBytesReader is PAYLOAD_TOO_LARGE.
 func Decode(body io.Reader, v *Validator, dst any) error {
-	b, err := io.ReadAll(body)
+	buf := bodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 { // a rare large body is not kept
+			buf.Reset()
+			bodies.Put(buf)
+		}
+	}()
+	_, err := buf.ReadFrom(body)
+	b := buf.Bytes() // encoding/json copies what it keeps (json.RawMessage too)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -182,6 +191,9 @@ func Decode(body io.Reader, v *Validator, dst any) error {
 	}
 	return merge(shape, v.Struct(dst))
 }
+
+// bodies are the buffers Decode reads bodies into.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // merge answers the shape errors and the rule errors of fields that have the right shape;
 // a field of the wrong type fails its rules only because it could not be decoded.
