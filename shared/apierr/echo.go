@@ -55,7 +55,7 @@ func fromEcho(err error) *Error {
 			"Check the method against the API reference in docs/api.md.")
 	case http.StatusRequestEntityTooLarge:
 		return New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "The request body is too large.",
-			"Send a smaller body; the limit is in the context.")
+			"Send a smaller body; the service's limit is in its documentation.")
 	case http.StatusUnauthorized:
 		return New(http.StatusUnauthorized, "UNAUTHENTICATED", "Missing or invalid credentials.",
 			"Send 'Authorization: Bearer <api key>'.")

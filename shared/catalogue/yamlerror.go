@@ -3,7 +3,6 @@ package catalogue
 import (
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -177,13 +176,9 @@ func kindOf(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if t.Bits() == 64 {
-			return "a whole number"
-		}
-		lo := -int64(1) << (t.Bits() - 1)
-		return fmt.Sprintf("a whole number from %d to %d", lo, -(lo + 1))
+		return "a whole number"
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return fmt.Sprintf("a whole number from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
+		return "a whole number, 0 or more"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	case reflect.Slice, reflect.Array:

@@ -21,7 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
@@ -201,15 +200,6 @@ func TestDispatchValidation(t *testing.T) {
 	var n int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&n))
 	require.Zero(t, n, "nothing is recorded for a bad request")
-}
-
-func TestOversizedBody(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	big := `{"job_type":"demo_llm","payload":{"x":"` + strings.Repeat("a", int(api.MaxBodyBytes)) + `"}}`
-	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", big)
-	require.Equal(t, http.StatusRequestEntityTooLarge, code)
-	require.Equal(t, "PAYLOAD_TOO_LARGE", res["code"])
 }
 
 func TestAuthentication(t *testing.T) {
