@@ -16,6 +16,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/payload"
 )
 
 // Request is the body of POST /api/v1/dispatch.
@@ -230,3 +231,6 @@ func decodeError(err error) FieldError {
 	}
 	return FieldError{Field: "$", Rule: "json", Message: "does not have the shape this endpoint takes (/api/v1/openapi.json)"}
 }
+
+// IsObject reports whether raw is a JSON object.
+func IsObject(raw json.RawMessage) bool { return payload.IsObject(raw) }

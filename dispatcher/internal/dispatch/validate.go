@@ -32,7 +32,7 @@ func (s *Service) checkRequest(ctx context.Context, orgID string, req Request) e
 				Message: `must not contain the NUL character (\u0000), which cannot be stored`})
 		}
 	}
-	if !payload.IsObject(req.Payload) {
+	if !IsObject(req.Payload) {
 		fields = append(fields, FieldError{Field: "payload", Rule: "type", Message: "must be an object"})
 		return ValidationFailed(fields)
 	}
