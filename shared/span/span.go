@@ -47,6 +47,9 @@ const (
 	OK      Status = "ok"
 	Error   Status = "error"
 	Skipped Status = "skipped"
+	// Abandoned closes a span that an attempt left running when it died (SIGKILL, lost
+	// lease): the attempt that resumes the run closes it, see Abandon.
+	Abandoned Status = "abandoned"
 )
 
 // Billing is what an llm_call span costs.
@@ -61,12 +64,16 @@ type Billing struct {
 
 // Span is one node of a run's tree.
 type Span struct {
-	ID         string         `json:"id"`
-	RunID      string         `json:"runId"`
-	OrgID      string         `json:"-"`
-	TraceID    string         `json:"traceId"`
-	ChainID    string         `json:"chainId,omitempty"`
-	ParentID   string         `json:"parentId,omitempty"`
+	ID       string `json:"id"`
+	RunID    string `json:"runId"`
+	OrgID    string `json:"-"`
+	TraceID  string `json:"traceId"`
+	ChainID  string `json:"chainId,omitempty"`
+	ParentID string `json:"parentId,omitempty"`
+	// Attempt is the attempt of the run that made the span (1 for the first); 0 for the
+	// dispatcher's spans, made before any attempt. A span reopened by a later attempt keeps
+	// the attempt that made it.
+	Attempt    int            `json:"attempt,omitempty"`
 	Type       Type           `json:"type"`
 	Name       string         `json:"name"`
 	Status     Status         `json:"status"`
@@ -139,6 +146,7 @@ type spanColumns struct {
 	attrs                                        []string
 	in, out, cached                              []*int64
 	cost                                         []*float64
+	attempt                                      []int32
 }
 
 // Add records the span's current state in the batch.
@@ -163,7 +171,7 @@ func (sb *Batch) Add(s *Span) error {
 	sb.put(spanRow{id: s.ID, runID: s.RunID, orgID: s.OrgID, traceID: s.TraceID,
 		chainID: optional(s.ChainID), parentID: optional(s.ParentID), typ: string(s.Type), name: s.Name,
 		status: string(s.Status), started: s.StartedAt, ended: ended, attrs: string(attrs),
-		provider: provider, model: model, in: in, out: out, cached: cached, cost: cost})
+		provider: provider, model: model, in: in, out: out, cached: cached, cost: cost, attempt: int32(s.Attempt)})
 	return nil
 }
 
@@ -184,6 +192,7 @@ type spanRow struct {
 	attrs                                        string
 	in, out, cached                              *int64
 	cost                                         *float64
+	attempt                                      int32
 }
 
 // put adds a span, or updates the state of one the batch already has.
@@ -204,6 +213,7 @@ func (sb *Batch) put(r spanRow) {
 	c.started, c.ended, c.attrs = append(c.started, r.started), append(c.ended, r.ended), append(c.attrs, r.attrs)
 	c.provider, c.model = append(c.provider, r.provider), append(c.model, r.model)
 	c.in, c.out, c.cached, c.cost = append(c.in, r.in), append(c.out, r.out), append(c.cached, r.cached), append(c.cost, r.cost)
+	c.attempt = append(c.attempt, r.attempt)
 }
 
 func (sb *Batch) row(j int) spanRow {
@@ -211,7 +221,7 @@ func (sb *Batch) row(j int) spanRow {
 	return spanRow{id: c.id[j], runID: c.runID[j], orgID: c.orgID[j], traceID: c.traceID[j], chainID: c.chainID[j],
 		parentID: c.parentID[j], typ: c.typ[j], name: c.name[j], status: c.status[j], started: c.started[j],
 		ended: c.ended[j], attrs: c.attrs[j], provider: c.provider[j], model: c.model[j], in: c.in[j],
-		out: c.out[j], cached: c.cached[j], cost: c.cost[j]}
+		out: c.out[j], cached: c.cached[j], cost: c.cost[j], attempt: c.attempt[j]}
 }
 
 // Len is the number of spans in the batch.
@@ -219,16 +229,16 @@ func (sb *Batch) Len() int { return len(sb.cols.id) }
 
 // saveAllSQL takes the ids as text: pgx has no binary encoding of a []string as uuid[], and
 // finding that out again on every call (an error formatted, then text) costs more than the
-// casts.
+// casts. A span's attempt is written once, when it is inserted: the attempt that made it.
 const saveAllSQL = `INSERT INTO spans (id, run_id, org_id, trace_id, chain_id, parent_id, type, name,
-		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
+		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd, attempt)
 	SELECT id::uuid, run_id::uuid, org_id::uuid, trace_id::uuid, chain_id::uuid, parent_id::uuid, type, name,
-		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd
+		status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd, attempt
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::jsonb[], $13::text[], $14::text[],
-		$15::bigint[], $16::bigint[], $17::bigint[], $18::numeric[])
+		$15::bigint[], $16::bigint[], $17::bigint[], $18::numeric[], $19::integer[])
 		AS s(id, run_id, org_id, trace_id, chain_id, parent_id, type, name, status, started_at, ended_at,
-			attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd)
+			attributes, provider, model, tokens_in, tokens_out, tokens_cached, cost_usd, attempt)
 	ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, ended_at = EXCLUDED.ended_at,
 		attributes = EXCLUDED.attributes, provider = EXCLUDED.provider, model = EXCLUDED.model,
 		tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
@@ -245,7 +255,7 @@ func (sb *Batch) Queue(b *pgx.Batch) {
 func (sb *Batch) args() []any {
 	c := &sb.cols
 	return []any{c.id, c.runID, c.orgID, c.traceID, c.chainID, c.parentID, c.typ, c.name, c.status,
-		c.started, c.ended, c.attrs, c.provider, c.model, c.in, c.out, c.cached, c.cost}
+		c.started, c.ended, c.attrs, c.provider, c.model, c.in, c.out, c.cached, c.cost, c.attempt}
 }
 
 func optional(s string) *string {
@@ -255,22 +265,55 @@ func optional(s string) *string {
 	return &s
 }
 
-// List returns the spans of one run, or of every run of a trace when runID is empty,
-// ordered by start. Only spans of orgID are returned.
+// columns are the columns scan reads.
+const columns = `id, run_id, trace_id, COALESCE(chain_id::text, ''), COALESCE(parent_id::text, ''), attempt,
+	type, name, status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out,
+	tokens_cached, cost_usd::float8`
+
+// List returns the spans of one run, ordered by start. Only spans of orgID are returned.
 func List(ctx context.Context, db DB, orgID, runID string) ([]Span, error) {
-	rows, err := db.Query(ctx, `SELECT id, run_id, trace_id, COALESCE(chain_id::text, ''), COALESCE(parent_id::text, ''),
-			type, name, status, started_at, ended_at, attributes, provider, model, tokens_in, tokens_out,
-			tokens_cached, cost_usd::float8
-		FROM spans WHERE run_id = $1 AND org_id = $2 ORDER BY started_at, id`, runID, orgID)
+	rows, err := db.Query(ctx, `SELECT `+columns+` FROM spans WHERE run_id = $1 AND org_id = $2 ORDER BY started_at, id`,
+		runID, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("listing spans of run %s: %w", runID, err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Span, error) {
+	spans, err := pgx.CollectRows(rows, scan(orgID))
+	if err != nil {
+		return nil, fmt.Errorf("listing spans of run %s: %w", runID, err)
+	}
+	return spans, nil
+}
+
+// Abandon closes, in one statement, the spans that attempts of the run before attempt left
+// running — their worker died — with status abandoned (attribute abandoned_by_attempt
+// names the attempt that closed them), and returns them as closed. The
+// dispatcher's spans (attempt 0) are not touched, nor a governance_review span that the
+// run's journal names as the review of a pause for approval: that one waits for its
+// reviewer across attempts and is closed with the decision.
+func Abandon(ctx context.Context, db DB, orgID, runID string, attempt int) ([]Span, error) {
+	rows, err := db.Query(ctx, `UPDATE spans SET status = 'abandoned', ended_at = now(),
+			attributes = attributes || jsonb_build_object('abandoned_by_attempt', $2::integer)
+		WHERE run_id = $1 AND status = 'running' AND attempt BETWEEN 1 AND $2::integer - 1
+			AND id::text NOT IN (SELECT data->>'review_span_id' FROM run_journal
+				WHERE run_id = $1 AND kind = 'decision' AND data ? 'review_span_id')
+		RETURNING `+columns, runID, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("closing abandoned spans of run %s: %w", runID, err)
+	}
+	spans, err := pgx.CollectRows(rows, scan(orgID))
+	if err != nil {
+		return nil, fmt.Errorf("closing abandoned spans of run %s: %w", runID, err)
+	}
+	return spans, nil
+}
+
+func scan(orgID string) pgx.RowToFunc[Span] {
+	return func(r pgx.CollectableRow) (Span, error) {
 		var s Span
 		var provider, model *string
 		var in, out, cached *int64
 		var cost *float64
-		err := r.Scan(&s.ID, &s.RunID, &s.TraceID, &s.ChainID, &s.ParentID, &s.Type, &s.Name, &s.Status,
+		err := r.Scan(&s.ID, &s.RunID, &s.TraceID, &s.ChainID, &s.ParentID, &s.Attempt, &s.Type, &s.Name, &s.Status,
 			&s.StartedAt, &s.EndedAt, &s.Attributes, &provider, &model, &in, &out, &cached, &cost)
 		if err != nil {
 			return s, err
@@ -285,7 +328,7 @@ func List(ctx context.Context, db DB, orgID, runID string) ([]Span, error) {
 				TokensOut: deref(out), TokensCached: deref(cached), CostUSD: deref(cost)}
 		}
 		return s, nil
-	})
+	}
 }
 
 // Node is a span with its children, for the tree view.

@@ -71,3 +71,59 @@ func TestBatch(t *testing.T) {
 	empty.Queue(b)
 	require.Zero(t, b.Len())
 }
+
+// TestAbandon closes, in one statement, what earlier attempts left running: not the
+// dispatcher's spans, not the current attempt's, not a review waiting for its reviewer.
+func TestAbandon(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	runID, orgID := testkit.NewRun(t, pool, "running")
+	var traceID string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT trace_id FROM runs WHERE id = $1`, runID).Scan(&traceID))
+
+	start := func(attempt int, typ span.Type, name string) *span.Span {
+		s := span.Start(runID, orgID, traceID, runID, typ, name)
+		s.Attempt = attempt
+		require.NoError(t, span.Save(ctx, pool, s))
+		return s
+	}
+	dispatch := start(0, span.GovernanceCheck, "governance")
+	done := start(1, span.ReactIteration, "iteration 1")
+	require.NoError(t, span.Save(ctx, pool, done.End(span.OK)))
+	iter := start(1, span.ReactIteration, "iteration 2")
+	call := start(1, span.ToolCall, "tool t")
+	review := start(1, span.GovernanceReview, "approval of tool calls")
+	current := start(2, span.SkillResolve, "resolve")
+	_, err := pool.Exec(ctx, `INSERT INTO run_journal (run_id, step_key, kind, data)
+		VALUES ($1, 'iter/2/approval', 'decision', jsonb_build_object('review_span_id', $2::text))`, runID, review.ID)
+	require.NoError(t, err)
+
+	closed, err := span.Abandon(ctx, pool, orgID, runID, 2)
+	require.NoError(t, err)
+	var ids []string
+	for _, s := range closed {
+		ids = append(ids, s.ID)
+		require.Equal(t, span.Abandoned, s.Status)
+		require.NotNil(t, s.EndedAt)
+		require.Equal(t, 1, s.Attempt)
+		require.EqualValues(t, 2, s.Attributes["abandoned_by_attempt"])
+	}
+	require.ElementsMatch(t, []string{iter.ID, call.ID}, ids)
+
+	spans, err := span.List(ctx, pool, orgID, runID)
+	require.NoError(t, err)
+	status := map[string]span.Status{}
+	for _, s := range spans {
+		status[s.ID] = s.Status
+	}
+	require.Equal(t, span.Running, status[dispatch.ID], "the dispatcher's span is not an attempt's")
+	require.Equal(t, span.OK, status[done.ID])
+	require.Equal(t, span.Running, status[review.ID], "a pause's review waits for its reviewer")
+	require.Equal(t, span.Running, status[current.ID], "the resuming attempt's own span")
+	require.Equal(t, span.Abandoned, status[iter.ID])
+
+	again, err := span.Abandon(ctx, pool, orgID, runID, 2)
+	require.NoError(t, err)
+	require.Empty(t, again)
+}
