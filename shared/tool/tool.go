@@ -46,6 +46,12 @@ type Tool struct {
 	TimeoutMS int `json:"timeout_ms" yaml:"timeout_ms"`
 	// SideEffecting tools go through the tool-call ledger and get an Idempotency-Key.
 	SideEffecting bool `json:"side_effecting" yaml:"side_effecting"`
+	// HonoursIdempotencyKey declares that the tool answers a repeated Idempotency-Key with
+	// the first call's answer instead of acting again. A side-effecting call whose outcome
+	// is unknown (its worker died while it was in flight) is then sent again with the same
+	// key and its answer used; without it the LLM is told the outcome is unknown. Only for
+	// side-effecting tools; default false.
+	HonoursIdempotencyKey bool `json:"honours_idempotency_key" yaml:"honours_idempotency_key"`
 	// RequiresApproval pauses the run (pending_review) before the tool is called.
 	RequiresApproval bool `json:"requires_approval" yaml:"requires_approval"`
 	// AllowPrivate lets the tool reach its URL although it resolves to a private or
@@ -94,6 +100,8 @@ func (t Tool) Check() error {
 		return fmt.Errorf("tool %q: url_template is required for an http tool", t.Name)
 	case t.Kind == KindBuiltin && t.Name != HTTPRequest:
 		return fmt.Errorf("tool %q: the only builtin tool is %s", t.Name, HTTPRequest)
+	case t.HonoursIdempotencyKey && !t.SideEffecting:
+		return fmt.Errorf("tool %q: honours_idempotency_key applies only to a side_effecting tool (only those are sent an Idempotency-Key)", t.Name)
 	}
 	switch t.Method {
 	case "GET", "POST", "PUT", "PATCH", "DELETE":
@@ -118,12 +126,12 @@ type DB interface {
 }
 
 const columns = `name, description, parameters, kind, method, url_template, timeout_ms, side_effecting,
-	requires_approval, allow_private`
+	requires_approval, allow_private, honours_idempotency_key`
 
 func scan(row pgx.Row) (Tool, error) {
 	var t Tool
 	err := row.Scan(&t.Name, &t.Description, &t.Parameters, &t.Kind, &t.Method, &t.URLTemplate, &t.TimeoutMS,
-		&t.SideEffecting, &t.RequiresApproval, &t.AllowPrivate)
+		&t.SideEffecting, &t.RequiresApproval, &t.AllowPrivate, &t.HonoursIdempotencyKey)
 	return t, err
 }
 
@@ -134,15 +142,15 @@ func Put(ctx context.Context, db DB, t Tool) error {
 		return err
 	}
 	_, err := db.Exec(ctx, `INSERT INTO tools (name, description, parameters, kind, method, url_template,
-			timeout_ms, side_effecting, requires_approval, allow_private)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			timeout_ms, side_effecting, requires_approval, allow_private, honours_idempotency_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (name) DO UPDATE SET description = EXCLUDED.description, parameters = EXCLUDED.parameters,
 			kind = EXCLUDED.kind, method = EXCLUDED.method, url_template = EXCLUDED.url_template,
 			timeout_ms = EXCLUDED.timeout_ms, side_effecting = EXCLUDED.side_effecting,
 			requires_approval = EXCLUDED.requires_approval, allow_private = EXCLUDED.allow_private,
-			updated_at = now()`,
+			honours_idempotency_key = EXCLUDED.honours_idempotency_key, updated_at = now()`,
 		t.Name, t.Description, []byte(t.Parameters), t.Kind, t.Method, t.URLTemplate, t.TimeoutMS,
-		t.SideEffecting, t.RequiresApproval, t.AllowPrivate)
+		t.SideEffecting, t.RequiresApproval, t.AllowPrivate, t.HonoursIdempotencyKey)
 	if err != nil {
 		return fmt.Errorf("saving tool %q: %w", t.Name, err)
 	}

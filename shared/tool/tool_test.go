@@ -29,6 +29,8 @@ func TestCatalogueInstallAndOffered(t *testing.T) {
 	}
 	require.Contains(t, names, "create_ticket")
 	require.True(t, names["create_ticket"].SideEffecting)
+	require.True(t, names["create_ticket"].HonoursIdempotencyKey, "the demo tool answers a repeated key with its first ticket")
+	require.False(t, names["demo_weather"].HonoursIdempotencyKey)
 	require.Equal(t, tool.KindBuiltin, names[tool.HTTPRequest].Kind)
 	require.JSONEq(t, `["title","priority"]`, string(mustField(t, names["create_ticket"].Parameters, "required")))
 
@@ -41,6 +43,7 @@ func TestCatalogueInstallAndOffered(t *testing.T) {
 	require.Len(t, offered, 1)
 	require.Equal(t, "create_ticket", offered[0].Name)
 	require.Equal(t, 10000, offered[0].TimeoutMS)
+	require.True(t, offered[0].HonoursIdempotencyKey, "the registry keeps the declaration")
 	offered, err = tool.Offered(ctx, pool, other, []string{"create_ticket", "secret"})
 	require.NoError(t, err)
 	require.Len(t, offered, 2)
@@ -59,6 +62,7 @@ func TestParseRejectsBadDefinitions(t *testing.T) {
 		"name: x\nurl_template: http://a\n",                // no description
 		"name: x\ndescription: d\nkind: builtin\n",         // unknown builtin
 		"name: x\ndescription: d\nurl_template: http://a\nmethod: TRACE\n",
+		"name: x\ndescription: d\nurl_template: http://a\nhonours_idempotency_key: true\n", // not side-effecting
 	} {
 		_, err := tool.Parse([]byte(y))
 		require.Error(t, err, y)
