@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/config"
 	"github.com/switchyard-ai/switchyard/executor/internal/gpu"
+	"github.com/switchyard-ai/switchyard/executor/internal/metrics"
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/runner"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
@@ -75,8 +75,12 @@ func Main(ctx context.Context, name, class string, args []string) error {
 			return err
 		}
 	}
+	m, err := metrics.New()
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	rn := &runner.Runner{
-		DB: pool, Events: &event.Publisher{Redis: rdb}, Log: log,
+		DB: pool, Events: &event.Publisher{Redis: rdb}, Log: log, Metrics: m,
 		Tooling:      &toolcall.Invoker{AllowPrivate: cfg.ToolAllowPrivate},
 		Queue:        coordinator,
 		CapacityWait: cfg.CapacityWait, MaxQueueTime: cfg.MaxQueueTime,
@@ -123,7 +127,7 @@ func Main(ctx context.Context, name, class string, args []string) error {
 		}
 		_ = json.NewEncoder(rw).Encode(body)
 	})
-	httpMux.Handle("GET /metrics", promhttp.Handler())
+	httpMux.Handle("GET /metrics", m.Handler())
 	httpSrv := &http.Server{Addr: cfg.Addr, Handler: httpMux, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()

@@ -40,6 +40,10 @@ type Job struct {
 	// before the router answers RATE_LIMIT_WAIT with a time to come back; 0: up to the
 	// context's deadline.
 	CapacityWait time.Duration
+	// StepKey is the call's journal step key ("llm/1", "iter/2/llm"), the same for every
+	// attempt of the run: with JobID it names one paid provider call, which the router
+	// answers again from its first answer instead of paying for it twice.
+	StepKey string
 }
 
 // Answer is the router's answer: an OpenAI ChatCompletion plus billing.
@@ -93,6 +97,7 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	setIf(h, aichat.HeaderModelOverride, job.ModelOverride)
 	setIf(h, aichat.HeaderResidency, job.Residency)
 	setIf(h, aichat.HeaderPriority, job.Priority)
+	setIf(h, aichat.HeaderStepKey, job.StepKey)
 	if job.CostCeilingUSD != nil {
 		h.Set(aichat.HeaderCostCeiling, fmt.Sprintf("%g", *job.CostCeilingUSD))
 	}

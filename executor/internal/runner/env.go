@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -23,7 +24,10 @@ type llmEntry struct {
 	Answer routerclient.Answer `json:"answer"`
 }
 
-// Chat implements tier.Env: journal before effect, replay instead of calling again.
+// Chat implements tier.Env: journal before effect, replay instead of calling again. A paid
+// answer is held until it is journaled: a failed journal write is retried while the
+// attempt has time, and the call carries its step key (X-Step-Key) so that the router can
+// answer a repeated call of the step from its first answer.
 func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req openai.ChatCompletionRequest) (*routerclient.Answer, error) {
 	rn := x.run
 	var prior llmEntry
@@ -31,11 +35,12 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		return nil, err
 	} else if ok {
 		x.log.Info("llm answer replayed from journal", "step", step)
+		x.Metrics.LLMReplayed()
 		return &prior.Answer, nil
 	}
 
-	sp := x.StartSpan(ctx, parentSpanID, span.LLMCall, "llm "+step)
-	sp.Set("step", step).Set("routing_hint", x.skill.RoutingHint)
+	sp := x.StartSpan(ctx, parentSpanID, span.LLMCall, "llm "+step,
+		map[string]any{"step": step, "routing_hint": x.skill.RoutingHint})
 	x.Event(ctx, event.JobLLMCall, map[string]any{"step": step, "span_id": sp.ID,
 		"routing_hint": x.skill.RoutingHint, "messages": len(req.Messages), "tools": len(req.Tools)})
 
@@ -49,13 +54,15 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		OrgID: rn.OrgID, JobID: rn.ID, TraceID: rn.TraceID, UserID: rn.UserID, JobType: rn.JobType,
 		ChainID: rn.ChainID, RoutingHint: x.skill.RoutingHint, ModelOverride: x.skill.ModelOverride,
 		Residency: x.skill.DataResidency, Priority: rn.Priority, CostCeilingUSD: rn.CostCeilingUSD,
-		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(),
+		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(), StepKey: step,
 	}, req)
 	if err != nil {
+		x.Metrics.LLMCall(errorCode(err), time.Since(started))
 		sp.Set("error", errorCode(err))
 		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
 		return nil, err
 	}
+	x.Metrics.LLMCall("ok", time.Since(started))
 	sp.Set("latency_ms", float64(time.Since(started).Microseconds())/1000)
 
 	// Journal the answer and add it to the run's totals in one statement, before anything
@@ -64,22 +71,25 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 	var total billing
 	entry, err := json.Marshal(llmEntry{SpanID: sp.ID, Answer: *ans})
 	if err == nil {
-		err = x.DB.QueryRow(context.WithoutCancel(ctx), `WITH j AS (
-				INSERT INTO run_journal (run_id, step_key, kind, data) VALUES ($1, $6, 'llm_answer', $7)
-				ON CONFLICT (run_id, step_key) DO NOTHING RETURNING 1)
-			UPDATE runs SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3,
-				tokens_cached = tokens_cached + $4, cost_usd = cost_usd + $5, llm_calls = llm_calls + 1,
-				waiting_since = NULL
-			WHERE id = $1 AND EXISTS (SELECT 1 FROM j)
-			RETURNING tokens_in, tokens_out, cost_usd::float8, llm_calls`,
-			rn.ID, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, cachedTokens(ans), ans.CostUSD, step, entry).
-			Scan(&total.TokensIn, &total.TokensOut, &total.CostUSD, &total.LLMCalls)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil
-		}
+		err = x.persist(ctx, "llm_answer", step, func(ctx context.Context) error {
+			err := x.DB.QueryRow(ctx, `WITH j AS (
+					INSERT INTO run_journal (run_id, step_key, kind, data) VALUES ($1, $6, 'llm_answer', $7)
+					ON CONFLICT (run_id, step_key) DO NOTHING RETURNING 1)
+				UPDATE runs SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3,
+					tokens_cached = tokens_cached + $4, cost_usd = cost_usd + $5, llm_calls = llm_calls + 1,
+					waiting_since = NULL
+				WHERE id = $1 AND EXISTS (SELECT 1 FROM j)
+				RETURNING tokens_in, tokens_out, cost_usd::float8, llm_calls`,
+				rn.ID, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, cachedTokens(ans), ans.CostUSD, step, entry).
+				Scan(&total.TokensIn, &total.TokensOut, &total.CostUSD, &total.LLMCalls)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		})
 	}
 	if err != nil {
-		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
+		x.EndSpan(context.WithoutCancel(ctx), sp.Set("error", "JOURNAL_UNAVAILABLE"), span.Error)
 		return nil, err
 	}
 	sp.Billing = &span.Billing{Provider: ans.Provider, Model: ans.Model, TokensIn: int64(ans.Usage.PromptTokens),
@@ -107,17 +117,103 @@ func errorCode(err error) string {
 	return code
 }
 
-// StartSpan implements tier.Env.
-func (x *execution) StartSpan(ctx context.Context, parentID string, typ span.Type, name string) *span.Span {
+// StartSpan implements tier.Env. The span carries the attempt that makes it.
+func (x *execution) StartSpan(ctx context.Context, parentID string, typ span.Type, name string, attrs map[string]any) *span.Span {
 	sp := span.Start(x.run.ID, x.run.OrgID, x.run.TraceID, parentID, typ, name)
 	sp.ChainID = x.run.ChainID
+	sp.Attempt = x.attempt
+	for k, v := range attrs {
+		sp.Set(k, v)
+	}
 	x.saveSpan(ctx, sp)
 	return sp
 }
 
+// StepSpan implements tier.Env. A resumed attempt gets back the span an earlier attempt made
+// for the same step: one it finished is kept as it is (its steps are replayed, and EndSpan
+// leaves it alone); one it left running, abandoned or failed is reopened by this attempt
+// (attribute resumed_by_attempt) and ended by it. Either way the step has one span, named
+// and numbered by the step.
+func (x *execution) StepSpan(ctx context.Context, parentID string, typ span.Type, name, step string, attrs map[string]any) *span.Span {
+	x.spans.mu.Lock()
+	prior, ok := x.spans.earlier[stepSpanKey(typ, step)]
+	if ok && prior.Status == span.OK {
+		x.spans.kept[prior.ID] = true
+	}
+	x.spans.mu.Unlock()
+	if !ok {
+		a := make(map[string]any, len(attrs)+1)
+		maps.Copy(a, attrs)
+		a["step"] = step
+		return x.StartSpan(ctx, parentID, typ, name, a)
+	}
+	sp := prior
+	sp.Attributes = maps.Clone(prior.Attributes)
+	if sp.Status == span.OK {
+		return &sp
+	}
+	sp.Status, sp.EndedAt, sp.DurationMS = span.Running, nil, nil
+	delete(sp.Attributes, "abandoned_by_attempt")
+	for k, v := range attrs {
+		sp.Set(k, v)
+	}
+	x.saveSpan(ctx, sp.Set("resumed_by_attempt", x.attempt))
+	return &sp
+}
+
+func stepSpanKey(typ span.Type, step string) string { return string(typ) + " " + step }
+
 // EndSpan implements tier.Env.
 func (x *execution) EndSpan(ctx context.Context, sp *span.Span, st span.Status) {
+	x.spans.mu.Lock()
+	kept := x.spans.kept[sp.ID]
+	x.spans.mu.Unlock()
+	if kept {
+		return
+	}
 	x.saveSpan(ctx, sp.End(st))
+}
+
+// stepSpans are what a resumed attempt knows of the spans earlier attempts made.
+type stepSpans struct {
+	mu sync.Mutex
+	// earlier holds the earlier attempts' spans that carry a step, by stepSpanKey; the
+	// first made wins.
+	earlier map[string]span.Span
+	// kept are spans finished by an earlier attempt and handed out again by StepSpan.
+	kept map[string]bool
+}
+
+// resume prepares an attempt that resumes its run: it closes what earlier attempts left
+// running (abandoned, one statement; each closed span is also sent as job:span) and loads
+// their spans so that StepSpan finds them.
+func (x *execution) resume(ctx context.Context) error {
+	closed, err := span.Abandon(ctx, x.DB, x.run.OrgID, x.run.ID, x.attempt)
+	if err != nil {
+		return err
+	}
+	for i := range closed {
+		x.Event(ctx, event.JobSpan, &closed[i])
+	}
+	if len(closed) > 0 {
+		x.log.Info("spans of earlier attempts closed as abandoned", "spans", len(closed), "attempt", x.attempt)
+	}
+	all, err := span.List(ctx, x.DB, x.run.OrgID, x.run.ID)
+	if err != nil {
+		return err
+	}
+	x.spans.mu.Lock()
+	defer x.spans.mu.Unlock()
+	x.spans.earlier, x.spans.kept = map[string]span.Span{}, map[string]bool{}
+	for _, s := range all {
+		step, _ := s.Attributes["step"].(string)
+		if k := stepSpanKey(s.Type, step); step != "" && s.Attempt >= 1 && s.Attempt < x.attempt {
+			if _, seen := x.spans.earlier[k]; !seen {
+				x.spans.earlier[k] = s
+			}
+		}
+	}
+	return nil
 }
 
 // saveSpan records the span and its job:span event (carrying the whole span). Both are
@@ -172,7 +268,18 @@ func (x *execution) flush(ctx context.Context) {
 	spans.Queue(b)
 	envs := event.QueueRecordAll(b, x.run.ID, x.run.OrgID, drafts)
 	if err := x.DB.SendBatch(ctx, b).Close(); err != nil {
-		x.log.Warn("writing spans and events", "error", err)
+		if !transient(err) {
+			x.log.Error("writing spans and events", "error", err)
+			return
+		}
+		// Keep them for the next flush (Postgres may be back by then; the attempt's last
+		// flush does not depend on its context): a span whose end is lost would stay running.
+		// What was buffered since is newer and wins.
+		x.log.Warn("writing spans and events; kept for the next write", "error", err)
+		x.buf.mu.Lock()
+		spans.Append(&x.buf.spans)
+		x.buf.spans, x.buf.events = spans, append(drafts, x.buf.events...)
+		x.buf.mu.Unlock()
 		return
 	}
 	if err := x.Events.Publish(ctx, envs...); err != nil {

@@ -32,6 +32,8 @@ type Run struct {
 	// (parked at least once since its last answer); ParkedAt, set by claimRun only, is when
 	// the run was parked if this pickup ends a park.
 	WaitingSince, ParkedAt *time.Time
+	// StartedAt is the run's first pickup; nil before it.
+	StartedAt *time.Time
 }
 
 var errRunMissing = errors.New("run missing")
@@ -50,14 +52,14 @@ func loadRun(ctx context.Context, db run.DB, id string) (Run, error) {
 // runColumns are the columns scanRun reads, of a runs row aliased r.
 const runColumns = `r.id, r.org_id, r.trace_id, r.job_type, r.status, r.priority, r.queue, r.user_id,
 	r.execution_type, r.payload, r.skill_version, r.chain_id::text, r.chain_step, r.cost_ceiling_usd::float8,
-	r.attempts, r.queued_at, r.cancel_requested_at IS NOT NULL, r.deadline_at, r.waiting_since`
+	r.attempts, r.queued_at, r.cancel_requested_at IS NOT NULL, r.deadline_at, r.waiting_since, r.started_at`
 
 func scanRun(row pgx.Row, extra ...any) (Run, error) {
 	var r Run
 	var chainID, chainStep *string
 	err := row.Scan(append([]any{&r.ID, &r.OrgID, &r.TraceID, &r.JobType, &r.Status, &r.Priority,
 		&r.Queue, &r.UserID, &r.ExecutionType, &r.Payload, &r.SkillVersion, &chainID, &chainStep,
-		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt, &r.WaitingSince}, extra...)...)
+		&r.CostCeilingUSD, &r.Attempts, &r.QueuedAt, &r.CancelRequested, &r.DeadlineAt, &r.WaitingSince, &r.StartedAt}, extra...)...)
 	if chainID != nil {
 		r.ChainID = *chainID
 	}

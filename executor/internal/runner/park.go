@@ -107,7 +107,7 @@ func (x *execution) park(ctx context.Context, re *routerclient.Error) error {
 func (x *execution) parkedSpan(ctx context.Context, parkedAt time.Time) {
 	rn := x.run
 	sp := span.Start(rn.ID, rn.OrgID, rn.TraceID, rn.ID, span.QueueWait, "waiting for provider capacity")
-	sp.ChainID = rn.ChainID
+	sp.ChainID, sp.Attempt = rn.ChainID, x.attempt
 	sp.StartedAt = parkedAt.UTC()
 	x.saveSpan(ctx, sp.Set("queue", rn.Queue).Set("reason", "provider_capacity").End(span.OK))
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchyard-ai/switchyard/executor/internal/metrics"
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/tier"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
@@ -55,6 +57,8 @@ type Runner struct {
 	// MaxQueueTime bounds how long a run may wait for capacity for one call, parked or not;
 	// past it the run ends timed_out (RATE_LIMIT_QUEUE_TIMEOUT). Default DefaultMaxQueueTime.
 	MaxQueueTime time.Duration
+	// Metrics, when set, receives the executor's series.
+	Metrics *metrics.Metrics
 }
 
 // HandleRun is the asynq handler of queue.TypeRun tasks.
@@ -69,10 +73,35 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	var queueWait time.Duration
+	if claimed && rn.QueuedAt != nil {
+		queueWait = started.Sub(*rn.QueuedAt)
+	}
+	queueName := rn.Queue
+	if !claimed {
+		// asynq's queue is the named queue's priority tier, <name>:<priority>.
+		tierName, _ := asynq.GetQueueName(ctx)
+		queueName, _, _ = strings.Cut(tierName, ":")
+	}
+	r.Metrics.Pickup(queueName, claimed, queueWait, time.Since(started))
 	if !claimed {
 		return r.unclaimed(ctx, log, task.RunID)
 	}
-	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0}
+	// The attempt's number: claimRun returns the count before its own.
+	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0, attempt: rn.Attempts + 1}
+	if rn.StartedAt == nil {
+		x.run.StartedAt = &started
+	}
+	if x.resumed {
+		cause := metrics.ResumeRequeued
+		switch {
+		case prev == run.Running:
+			cause = metrics.ResumeWorkerLost
+		case rn.ParkedAt != nil:
+			cause = metrics.ResumeParked
+		}
+		r.Metrics.Resumed(cause)
+	}
 	if rn.DeadlineAt != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, *rn.DeadlineAt)
@@ -119,9 +148,12 @@ type execution struct {
 	run     Run
 	log     *slog.Logger
 	resumed bool
+	// attempt is this attempt's number (1 for the first); every span it makes carries it.
+	attempt int
 	skill   skill.Skill
 	billing billing
 	buf     writeBuffer
+	spans   stepSpans
 }
 
 type billing struct {
@@ -136,14 +168,17 @@ func (x *execution) execute(ctx context.Context) error {
 	defer x.flush(context.WithoutCancel(ctx))
 	rn := x.run
 	if !x.resumed {
-		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue})
+		x.Event(ctx, event.JobStarted, map[string]any{"attempt": x.attempt, "queue": rn.Queue})
 		if rn.QueuedAt != nil {
 			qw := span.Start(rn.ID, rn.OrgID, rn.TraceID, rn.ID, span.QueueWait, "queue "+rn.Queue)
-			qw.StartedAt = rn.QueuedAt.UTC()
+			qw.StartedAt, qw.Attempt, qw.ChainID = rn.QueuedAt.UTC(), x.attempt, rn.ChainID
 			x.saveSpan(ctx, qw.Set("queue", rn.Queue).End(span.OK))
 		}
 	} else {
-		x.Event(ctx, event.JobStarted, map[string]any{"attempt": rn.Attempts + 1, "queue": rn.Queue, "resumed": true})
+		x.Event(ctx, event.JobStarted, map[string]any{"attempt": x.attempt, "queue": rn.Queue, "resumed": true})
+		if err := x.resume(ctx); err != nil {
+			return x.retryOrFail(ctx, err)
+		}
 	}
 	if rn.ParkedAt != nil {
 		x.parkedSpan(ctx, *rn.ParkedAt)
@@ -153,7 +188,7 @@ func (x *execution) execute(ctx context.Context) error {
 		defer stop()
 	}
 
-	resolve := x.StartSpan(ctx, rn.ID, span.SkillResolve, "resolve "+rn.JobType)
+	resolve := x.StartSpan(ctx, rn.ID, span.SkillResolve, "resolve "+rn.JobType, nil)
 	sk, err := skill.Get(ctx, x.DB, rn.OrgID, rn.JobType)
 	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
 		x.EndSpan(ctx, resolve.Set("enabled", false), span.Error)
@@ -220,6 +255,7 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": "TOOL_REQUIRES_APPROVAL",
 		"tools": held})
 	x.flush(ctx)
+	x.Metrics.Paused(x.run.ExecutionType)
 	x.log.Info("run paused for approval of tool calls", "tools", len(held))
 	return nil
 }
@@ -357,6 +393,11 @@ func (r *Runner) conclude(ctx context.Context, log *slog.Logger, rn Run, spans *
 	if err := r.Events.Publish(ctx, out.Events...); err != nil {
 		log.Warn("publishing events", "error", err)
 	}
+	var started time.Time
+	if rn.StartedAt != nil {
+		started = *rn.StartedAt
+	}
+	r.Metrics.RunEnded(rn.ExecutionType, string(st), started)
 	log.Info("run finished", "status", st)
 	if rn.ChainID != "" {
 		rn.Status = st

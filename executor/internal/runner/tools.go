@@ -8,6 +8,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchyard-ai/switchyard/executor/internal/metrics"
 	"github.com/switchyard-ai/switchyard/executor/internal/tier"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/shared/event"
@@ -22,8 +23,11 @@ type toolEntry struct {
 	CallID         string          `json:"call_id"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	Result         toolcall.Result `json:"result"`
-	// Replayed says the result came from the tool-call ledger, not from a call.
+	// FromLedger says the result came from the tool-call ledger, not from a call.
 	FromLedger bool `json:"from_ledger,omitempty"`
+	// Resent says the call's outcome was unknown (its first attempt died while it was in
+	// flight) and it was sent again with the same key to a tool that honours the key.
+	Resent bool `json:"resent,omitempty"`
 }
 
 // Tools implements tier.Env.
@@ -49,19 +53,21 @@ func (x *execution) CheckCancel(ctx context.Context) error {
 }
 
 // CallTool implements tier.Env: journal before moving on; side-effecting calls go through
-// the tool-call ledger so that one idempotency key reaches the tool at most once.
+// the tool-call ledger so that one idempotency key reaches the tool at most once — or, for
+// a tool that honours the key, answers the same whatever the number of times it is sent.
 func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t tool.Tool, call openai.ToolCall) (string, error) {
 	var prior toolEntry
 	if ok, err := x.journaled(ctx, step, &prior); err != nil {
 		return "", err
 	} else if ok {
 		x.log.Info("tool result replayed from journal", "step", step, "tool", t.Name)
+		x.Metrics.ToolCall(t.Name, metrics.Replayed, 0)
 		return prior.Result.Content, nil
 	}
 
 	args := call.Function.Arguments
-	sp := x.StartSpan(ctx, parentSpanID, span.ToolCall, "tool "+t.Name)
-	sp.Set("step", step).Set("tool", t.Name).Set("call_id", call.ID).Set("side_effecting", t.SideEffecting)
+	sp := x.StartSpan(ctx, parentSpanID, span.ToolCall, "tool "+t.Name, map[string]any{"step": step, "tool": t.Name,
+		"call_id": call.ID, "side_effecting": t.SideEffecting})
 	x.Event(ctx, event.JobToolCall, map[string]any{"step": step, "span_id": sp.ID, "tool": t.Name,
 		"call_id": call.ID, "arguments": argsJSON(args), "side_effecting": t.SideEffecting})
 
@@ -79,7 +85,7 @@ func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t t
 	var err error
 	if t.SideEffecting {
 		entry.IdempotencyKey = toolcall.IdempotencyKey(x.run.ID, step, t.Name, args)
-		entry.Result, entry.FromLedger, err = x.ledgered(ctx, step, t, args, allow, entry.IdempotencyKey)
+		entry.Result, entry.FromLedger, entry.Resent, err = x.ledgered(ctx, step, t, args, allow, entry.IdempotencyKey)
 	} else {
 		entry.Result, err = x.Tooling.Call(ctx, t, args, allow, "")
 	}
@@ -87,21 +93,38 @@ func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t t
 		x.EndSpan(context.WithoutCancel(ctx), sp.Set("error", err.Error()), span.Error)
 		return "", err
 	}
+	took := time.Since(started)
+	if entry.Result.Detail != "" {
+		// What the LLM reads is a safe summary; the operator gets the details.
+		x.log.Warn("tool call failed", "step", step, "tool", t.Name, "error", entry.Result.Detail)
+	}
 	if entry.Result.Content == "" {
 		entry.Result.Content = "(the tool answered with an empty body)"
 	}
-	if _, err := journal(context.WithoutCancel(ctx), x.DB, x.run.ID, step, "tool_result", entry); err != nil {
+	if err := x.persist(ctx, "tool_result", step, func(ctx context.Context) error {
+		_, err := journal(ctx, x.DB, x.run.ID, step, "tool_result", entry)
+		return err
+	}); err != nil {
 		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
 		return "", err
 	}
-	sp.Set("latency_ms", time.Since(started).Milliseconds()).Set("ok", entry.Result.OK).
+	sp.Set("latency_ms", took.Milliseconds()).Set("ok", entry.Result.OK).
 		Set("truncated", entry.Result.Truncated).Set("bytes", entry.Result.Bytes)
 	if entry.Result.Status != 0 {
 		sp.Set("http_status", entry.Result.Status)
 	}
-	if entry.FromLedger {
+	outcome := "ok"
+	switch {
+	case entry.FromLedger:
 		sp.Set("from_ledger", true)
+		outcome, took = metrics.ToolFromLedger, 0
+	case entry.Resent:
+		sp.Set("resent", true)
+		outcome = metrics.ToolResent
+	case !entry.Result.OK:
+		outcome = "error"
 	}
+	x.Metrics.ToolCall(t.Name, outcome, took)
 	st := span.OK
 	if !entry.Result.OK {
 		st = span.Error
@@ -114,50 +137,62 @@ func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t t
 }
 
 // ledgered performs a side-effecting call at most once per idempotency key: the ledger row
-// is inserted before the call; a key already in the ledger is answered from it and never
-// sent again — also when its first call's outcome is unknown because the worker died
-// while it was in flight (the LLM is told so).
-func (x *execution) ledgered(ctx context.Context, step string, t tool.Tool, args string, allow []string, key string) (toolcall.Result, bool, error) {
+// is inserted before the call; a key already in the ledger is answered from it. When the
+// first call's outcome is unknown — the worker died while it was in flight, so the row
+// still says started — a tool that honours Idempotency-Key is sent the call again with the
+// same key (resent), and its answer is the first call's; any other tool is never sent it
+// again, and the LLM is told the outcome is unknown.
+func (x *execution) ledgered(ctx context.Context, step string, t tool.Tool, args string, allow []string, key string) (res toolcall.Result, fromLedger, resent bool, err error) {
 	inserted, err := ledgerStart(ctx, x.DB, key, x.run.ID, x.run.OrgID, t.Name, step, argsJSON(args))
 	if err != nil {
-		return toolcall.Result{}, false, err
+		return toolcall.Result{}, false, false, err
 	}
 	if !inserted {
 		status, resp, err := ledgerGet(ctx, x.DB, key)
 		if err != nil {
-			return toolcall.Result{}, false, err
+			return toolcall.Result{}, false, false, err
 		}
-		x.log.Info("side-effecting call found in the ledger; not repeated", "step", step, "tool", t.Name, "ledger_status", status)
-		if status == "started" {
+		switch {
+		case status == "started" && t.HonoursIdempotencyKey:
+			x.log.Info("side-effecting call of unknown outcome sent again with its key; the tool honours it",
+				"step", step, "tool", t.Name)
+			resent = true
+		case status == "started":
+			x.log.Info("side-effecting call of unknown outcome not repeated", "step", step, "tool", t.Name)
 			return toolcall.Failed("the outcome of this %s call is unknown: the worker stopped while it was in flight, "+
-				"and a side-effecting call is never sent twice (idempotency key %s)", t.Name, key), true, nil
+				"and a side-effecting call is never sent twice (idempotency key %s)", t.Name, key), true, false, nil
+		default:
+			x.log.Info("side-effecting call found in the ledger; not repeated", "step", step, "tool", t.Name, "ledger_status", status)
+			if err := json.Unmarshal(resp, &res); err != nil {
+				return toolcall.Result{}, false, false, fmt.Errorf("decoding ledger entry %s: %w", key, err)
+			}
+			return res, true, false, nil
 		}
-		var res toolcall.Result
-		if err := json.Unmarshal(resp, &res); err != nil {
-			return toolcall.Result{}, false, fmt.Errorf("decoding ledger entry %s: %w", key, err)
-		}
-		return res, true, nil
 	}
-	res, err := x.Tooling.Call(ctx, t, args, allow, key)
+	res, err = x.Tooling.Call(ctx, t, args, allow, key)
 	if err != nil {
 		// The run ended while the call was in flight: the row stays "started", so the key
-		// is never sent again.
-		return res, false, err
+		// is never sent again (or, to a tool that honours it, sent again by the next attempt).
+		return res, false, resent, err
 	}
 	status := "succeeded"
 	if !res.OK {
 		status = "failed"
 	}
-	if err := ledgerFinish(context.WithoutCancel(ctx), x.DB, key, status, res); err != nil {
-		return res, false, err
+	if err := x.persist(ctx, "tool_result", step, func(ctx context.Context) error {
+		return ledgerFinish(ctx, x.DB, key, status, res)
+	}); err != nil {
+		return res, false, resent, err
 	}
-	return res, false, nil
+	return res, false, resent, nil
 }
 
 // approvalEntry is the journal form of a pause for approval.
 type approvalEntry struct {
 	Held       []tier.Held `json:"held"`
 	ReviewSpan string      `json:"review_span_id"`
+	// Attempt is the attempt that paused, which made the review span.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 type decisionEntry struct {
@@ -180,14 +215,10 @@ func (x *execution) Approval(ctx context.Context, step string, held []tier.Held)
 		return "", err
 	}
 	if !ok {
-		sp := x.StartSpan(ctx, x.run.ID, span.GovernanceReview, "approval of tool calls")
-		tools := make([]string, 0, len(held))
-		for _, h := range held {
-			tools = append(tools, h.Tool)
-		}
-		sp.Set("step", step).Set("tools", tools)
-		x.saveSpan(ctx, sp)
-		if _, err := journal(ctx, x.DB, x.run.ID, step, "decision", approvalEntry{Held: held, ReviewSpan: sp.ID}); err != nil {
+		sp := x.StartSpan(ctx, x.run.ID, span.GovernanceReview, "approval of tool calls",
+			map[string]any{"step": step, "tools": heldTools(held)})
+		if _, err := journal(ctx, x.DB, x.run.ID, step, "decision",
+			approvalEntry{Held: held, ReviewSpan: sp.ID, Attempt: x.attempt}); err != nil {
 			return "", err
 		}
 		return tier.Pending, nil
@@ -202,16 +233,24 @@ func (x *execution) Approval(ctx context.Context, step string, held []tier.Held)
 	}
 	if pause.ReviewSpan != "" {
 		sp := span.Start(x.run.ID, x.run.OrgID, x.run.TraceID, x.run.ID, span.GovernanceReview, "approval of tool calls")
-		sp.ID = pause.ReviewSpan
-		sp.StartedAt = pausedAt
+		sp.ID, sp.StartedAt, sp.Attempt, sp.ChainID = pause.ReviewSpan, pausedAt, pause.Attempt, x.run.ChainID
 		st := span.OK
 		if d.Decision == tier.Rejected {
 			st = span.Error
 		}
-		x.EndSpan(ctx, sp.Set("step", step).Set("decision", d.Decision).Set("reviewer", d.Reviewer), st)
+		x.EndSpan(ctx, sp.Set("step", step).Set("tools", heldTools(pause.Held)).Set("decision", d.Decision).
+			Set("reviewer", d.Reviewer), st)
 	}
 	x.log.Info("tool calls reviewed", "step", step, "decision", d.Decision, "reviewer", d.Reviewer)
 	return d.Decision, nil
+}
+
+func heldTools(held []tier.Held) []string {
+	tools := make([]string, 0, len(held))
+	for _, h := range held {
+		tools = append(tools, h.Tool)
+	}
+	return tools
 }
 
 func argsJSON(s string) json.RawMessage {

@@ -19,7 +19,7 @@ import (
 // (tool_choice required), later ones choose (auto); the loop ends on an answer without
 // tool calls, or after the skill's max_iterations with completed_max_iterations and a
 // warning. The tool calls of one answer run concurrently. Each iteration is a
-// react_iteration span with its llm_call and tool_call spans below it.
+// react_iteration span (step "iter/<n>") with its llm_call and tool_call spans below it.
 //
 // Every step is keyed ("iter/<n>/llm", "iter/<n>/tool/<call id>") and journaled by the Env,
 // so a resumed run walks the same loop and replays instead of calling again.
@@ -53,8 +53,10 @@ func React(ctx context.Context, env Env, job Job) (Outcome, error) {
 		if err := env.CheckCancel(ctx); err != nil {
 			return Outcome{}, err
 		}
-		it := env.StartSpan(ctx, job.RootSpanID, span.ReactIteration, fmt.Sprintf("iteration %d", i))
-		it.Set("iteration", i)
+		// The iteration's name and number come from its step, so a resumed run that walks the
+		// loop again names each iteration as the first attempt did.
+		it := env.StepSpan(ctx, job.RootSpanID, span.ReactIteration, fmt.Sprintf("iteration %d", i),
+			fmt.Sprintf("iter/%d", i), map[string]any{"iteration": i})
 		out, done, err := iterate(ctx, env, job, it, i, &msgs, defs, byName)
 		if err != nil {
 			env.EndSpan(context.WithoutCancel(ctx), it, span.Error)

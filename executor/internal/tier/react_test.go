@@ -51,12 +51,18 @@ func (e *scriptEnv) Chat(_ context.Context, step, parent string, req openai.Chat
 	return a, nil
 }
 
-func (e *scriptEnv) StartSpan(_ context.Context, parent string, typ span.Type, name string) *span.Span {
+func (e *scriptEnv) StartSpan(_ context.Context, parent string, typ span.Type, name string, attrs map[string]any) *span.Span {
 	s := span.Start("run", "org", "trace", parent, typ, name)
+	for k, v := range attrs {
+		s.Set(k, v)
+	}
 	e.mu.Lock()
 	e.spans = append(e.spans, s)
 	e.mu.Unlock()
 	return s
+}
+func (e *scriptEnv) StepSpan(ctx context.Context, parent string, typ span.Type, name, step string, attrs map[string]any) *span.Span {
+	return e.StartSpan(ctx, parent, typ, name, attrs).Set("step", step)
 }
 func (e *scriptEnv) EndSpan(context.Context, *span.Span, span.Status) {}
 func (e *scriptEnv) Event(_ context.Context, typ string, _ any) {
@@ -136,13 +142,14 @@ func TestReactLoop(t *testing.T) {
 	require.Contains(t, env.steps, "iter/1/tool/c0")
 	require.Contains(t, env.steps, "iter/2/llm")
 	require.Contains(t, env.events, "job:progress")
-	var iterations int
+	// Each iteration's span is its step's, numbered by the step from the start.
+	var iterations []string
 	for _, s := range env.spans {
 		if s.Type == span.ReactIteration {
-			iterations++
+			iterations = append(iterations, fmt.Sprintf("%s %s #%v", s.Attributes["step"], s.Name, s.Attributes["iteration"]))
 		}
 	}
-	require.Equal(t, 2, iterations)
+	require.Equal(t, []string{"iter/1 iteration 1 #1", "iter/2 iteration 2 #2"}, iterations)
 }
 
 func TestReactMaxIterationsAndUnknownTools(t *testing.T) {

@@ -35,8 +35,13 @@ type Env interface {
 	// returns; if step is journaled already (a resumed run), that answer is returned and the
 	// router is not called again.
 	Chat(ctx context.Context, step, parentSpanID string, req openai.ChatCompletionRequest) (*routerclient.Answer, error)
-	// StartSpan records a new running span and returns it; EndSpan records its end.
-	StartSpan(ctx context.Context, parentID string, typ span.Type, name string) *span.Span
+	// StartSpan records a new running span with its first attributes (nil: none) and
+	// returns it; EndSpan records its end.
+	StartSpan(ctx context.Context, parentID string, typ span.Type, name string, attrs map[string]any) *span.Span
+	// StepSpan is StartSpan for a span that groups the steps under step (a ReAct
+	// iteration, "iter/2"): the span has attribute step, and a resumed run gets back the
+	// span an earlier attempt made for the same step instead of a second one.
+	StepSpan(ctx context.Context, parentID string, typ span.Type, name, step string, attrs map[string]any) *span.Span
 	EndSpan(ctx context.Context, s *span.Span, st span.Status)
 	// Event journals and publishes an event of the run.
 	Event(ctx context.Context, typ string, data any)

@@ -10,17 +10,22 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -50,6 +55,9 @@ type Result struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Bytes is the size of the whole answer.
 	Bytes int `json:"bytes,omitempty"`
+	// Detail is what went wrong, in full, for the operator's log when Content is a
+	// summary safe for the LLM (a network failure); never journaled nor shown to the LLM.
+	Detail string `json:"-"`
 }
 
 // Failed returns a Result carrying an error message for the LLM.
@@ -110,7 +118,7 @@ func (iv *Invoker) Call(ctx context.Context, t tool.Tool, args string, orgAllow 
 		if errors.As(err, &blocked) {
 			return Failed("%s: destination refused: %v", t.Name, blocked), nil
 		}
-		return Failed("%s: request failed: %v", t.Name, redact(err)), nil
+		return networkFailure(t, req.URL, "the request failed", err), nil
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReadBytes))
@@ -118,7 +126,7 @@ func (iv *Invoker) Call(ctx context.Context, t tool.Tool, args string, orgAllow 
 		if runCtx.Err() != nil {
 			return Result{}, runCtx.Err()
 		}
-		return Failed("%s: reading the answer: %v", t.Name, err), nil
+		return networkFailure(t, req.URL, "reading the answer failed", err), nil
 	}
 	content, truncated := Truncate(string(body))
 	res := Result{Content: content, OK: resp.StatusCode < 300, Status: resp.StatusCode, Truncated: truncated, Bytes: len(body)}
@@ -126,6 +134,57 @@ func (iv *Invoker) Call(ctx context.Context, t tool.Tool, args string, orgAllow 
 		res.Content = fmt.Sprintf("error: %s answered HTTP %d: %s", t.Name, resp.StatusCode, content)
 	}
 	return res, nil
+}
+
+// networkFailure is the Result of a call that failed below HTTP. The LLM reads what failed
+// and what it can do about it, in words that name nothing of the executor's network — the
+// text of a network error names the resolver's address ("lookup x on 127.0.0.53:53") or
+// the executor's own ("read tcp 10.0.0.5:43210->…") — nor the endpoint of a registered
+// tool, which the LLM never saw. Detail keeps the error for the log.
+func networkFailure(t tool.Tool, u *url.URL, what string, err error) Result {
+	// The LLM chose the URL of http_request and may hear its host; a registered tool's
+	// endpoint is the registry's.
+	where := "the tool's endpoint"
+	if t.Kind == tool.KindBuiltin {
+		where = strconv.Quote(u.Host)
+	}
+	var why string
+	var dns *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		why = fmt.Sprintf("the host %q does not exist (DNS knows no such name); check the host name in the URL", dns.Name)
+		if t.Kind != tool.KindBuiltin {
+			why = "the tool's host name does not resolve; the tool is misconfigured, so use another way or report it"
+		}
+	case errors.As(err, &dns):
+		why = "the host name could not be resolved right now (a temporary DNS failure); try again later"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = where + " refused the connection (nothing is listening there); the service may be down, try again later"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		why = "the connection to " + where + " was closed before the answer was complete; try again"
+	case errors.Is(err, netguard.ErrTooManyRedirects):
+		why = "the answer redirected too many times; the URL is likely wrong"
+	case isTLS(err):
+		why = "the TLS certificate of " + where + " was not accepted, so nothing was sent; use a URL whose certificate is valid"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		why = "connecting to " + where + " timed out; try again later"
+	default:
+		why = "a network error occurred before " + where + " answered; try again later"
+	}
+	r := Failed("%s: %s: %s", t.Name, what, why)
+	r.Detail = redact(err).Error()
+	return r
+}
+
+func isTLS(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var record tls.RecordHeaderError
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &record)
 }
 
 // redact drops the URL from a *url.Error: a tool's URL may carry a secret in its query.

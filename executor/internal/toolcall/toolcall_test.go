@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -214,4 +216,49 @@ func TestIdempotencyKeyIsCanonical(t *testing.T) {
 	require.NotEqual(t, a, IdempotencyKey("run2", "iter/1/tool/c1", "create_ticket", `{"title":"x","priority":"high"}`))
 	require.NotEqual(t, a, IdempotencyKey("run", "iter/1/tool/c1", "create_ticket", `{"title":"y","priority":"high"}`))
 	require.Len(t, a, 64)
+}
+
+// failingResolver answers every lookup as the system resolver does for a name that does
+// not exist, naming its own address in the error.
+type failingResolver struct{ temporary bool }
+
+func (r failingResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, Server: "127.0.0.53:53",
+		IsNotFound: !r.temporary, IsTemporary: r.temporary}
+}
+
+// TestNetworkFailuresAreSafeForTheLLM: a DNS or connection failure tells the LLM what
+// failed and what it can do, never the executor's resolver or its own addresses; the
+// details are in Detail, for the log.
+func TestNetworkFailuresAreSafeForTheLLM(t *testing.T) {
+	t.Parallel()
+	ht := httpRequestTool()
+	iv := Invoker{Resolver: failingResolver{}}
+	res, err := iv.Call(context.Background(), ht, `{"url":"https://nowhere.example.com/x"}`, []string{"*.example.com"}, "")
+	require.NoError(t, err)
+	require.False(t, res.OK)
+	require.NotContains(t, res.Content, "127.0.0.53")
+	require.NotContains(t, res.Content, "netguard")
+	require.Contains(t, res.Content, `"nowhere.example.com" does not exist`)
+	require.Contains(t, res.Detail, "127.0.0.53:53", "the log keeps the details")
+
+	iv = Invoker{Resolver: failingResolver{temporary: true}}
+	res, err = iv.Call(context.Background(), ht, `{"url":"https://nowhere.example.com/x"}`, []string{"*.example.com"}, "")
+	require.NoError(t, err)
+	require.NotContains(t, res.Content, "127.0.0.53")
+	require.Contains(t, res.Content, "try again")
+
+	// Nothing listens: the http tool's endpoint refuses the connection. Its address is the
+	// registry's business, not the LLM's.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	var plain Invoker
+	res, err = plain.Call(context.Background(), weatherTool("http://"+addr), `{"city":"Paris"}`, nil, "")
+	require.NoError(t, err)
+	require.False(t, res.OK)
+	require.NotContains(t, res.Content, addr)
+	require.Contains(t, res.Content, "refused the connection")
+	require.Contains(t, res.Detail, addr)
 }
