@@ -367,11 +367,13 @@ func TestSideEffectExactlyOnceAcrossSIGKILL(t *testing.T) {
 	require.Equal(t, 1, ledger)
 }
 
-// TestSideEffectInFlightAtSIGKILLIsNeverResent kills the executor while the tool is still
-// working on the call (it received it; its answer is not back). The ledger row says the
-// call started, so the resumed run never sends that key again and tells the LLM the
-// outcome is unknown.
-func TestSideEffectInFlightAtSIGKILLIsNeverResent(t *testing.T) {
+// TestSideEffectInFlightAtSIGKILLIsResentWithItsKey kills the executor while the tool is
+// still working on the call (it received it; its answer is not back). The ledger row says
+// the call started, and create_ticket declares that it honours Idempotency-Key: the resumed
+// run sends the call again with the same key, the tool answers with the ticket it filed
+// the first time, and the LLM reads that answer. One ticket is filed. (A tool that does not
+// honour the key is never sent it again: runner's TestInFlightSideEffectIsResentToAToolThatHonoursTheKey.)
+func TestSideEffectInFlightAtSIGKILLIsResentWithItsKey(t *testing.T) {
 	t.Parallel()
 	b := setupExec(t, execOptions{ToolArgs: []string{"--delay", "3s"}})
 	b.putSkill(t, reactSkill("file_ticket", []string{"create_ticket"}, 5))
@@ -381,11 +383,97 @@ func TestSideEffectInFlightAtSIGKILLIsNeverResent(t *testing.T) {
 	b.StartExecutor()
 	r := b.WaitStatus(jobID, 60*time.Second, "completed", "failed", "completed_max_iterations")
 	require.Equal(t, "completed", r["status"], "%v", r)
-	require.Equal(t, 1, b.toolStats(t).Tickets)
+	st := b.toolStats(t)
+	require.Equal(t, 2, st.Tickets, "sent twice: %+v", st)
+	require.Equal(t, 1, st.Duplicates, "the second time with the first call's key, answered with its ticket")
+	require.Len(t, st.Keys, 1)
 	var content string
-	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT data->'result'->>'content' FROM run_journal
-		WHERE run_id = $1 AND step_key LIKE 'iter/1/tool/%'`, jobID).Scan(&content))
-	require.Contains(t, content, "outcome of this create_ticket call is unknown")
+	var resent bool
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT data->'result'->>'content', COALESCE((data->>'resent')::bool, false)
+		FROM run_journal WHERE run_id = $1 AND step_key LIKE 'iter/1/tool/%'`, jobID).Scan(&content, &resent))
+	require.True(t, resent)
+	require.Contains(t, content, `"ticket_id":"T-00001"`, "the LLM reads the ticket filed the first time")
+}
+
+// TestResumeAfterSIGKILLLeavesNoPhantomSpans kills the executor while iteration 2's LLM
+// call is in flight, so the dead attempt leaves iteration 2 and its llm_call running. The
+// attempt that resumes the run closes them as abandoned (and says so on the event stream),
+// gets iteration 2 back instead of making a second one, and replays iteration 1 without a
+// span: each iteration appears once, numbered by its step, and every executor span names
+// its attempt.
+func TestResumeAfterSIGKILLLeavesNoPhantomSpans(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{
+		SimArgs: []string{"--model", "sim-fast=latency=constant:1500ms,output=uniform:10-30"}}})
+	b.putSkill(t, reactSkill("weather_twice", []string{"demo_weather"}, 5))
+	jobID := b.dispatch(t, "weather_twice", map[string]any{"prompt": "Weather in Oslo"})
+	waitFor(t, 30*time.Second, "iteration 2's LLM call in flight", func() bool {
+		return b.journaled(t, jobID, "iter/1/tool/%") == 1 && b.simStats(t).InFlight == 1
+	})
+	b.kill(t, "executor", syscall.SIGKILL)
+	running := 0
+	for _, s := range b.spans(t, jobID) {
+		if s["status"] == "running" {
+			running++
+		}
+	}
+	require.Equal(t, 2, running, "the dead attempt left iteration 2 and its llm_call running")
+
+	b.StartExecutor()
+	r := b.WaitStatus(jobID, 60*time.Second, "completed", "failed", "completed_max_iterations")
+	require.Equal(t, "completed", r["status"], "%v", r)
+	require.Equal(t, 2.0, r["attempts"])
+
+	spans := b.spans(t, jobID)
+	iterations := map[float64]map[string]any{}
+	attemptsOf := map[string][]float64{}
+	var abandoned, llm2 []map[string]any
+	for _, s := range spans {
+		require.NotEqual(t, "running", s["status"], "no span is left running: %v", s)
+		attrs := s["attributes"].(map[string]any)
+		attempt, _ := s["attempt"].(float64)
+		typ := s["type"].(string)
+		attemptsOf[typ] = append(attemptsOf[typ], attempt)
+		switch {
+		case typ == "react_iteration":
+			n := attrs["iteration"].(float64)
+			require.NotContains(t, iterations, n, "iteration %v appears once", n)
+			require.Equal(t, fmt.Sprintf("iteration %v", n), s["name"])
+			require.Equal(t, fmt.Sprintf("iter/%v", n), attrs["step"])
+			iterations[n] = s
+		case s["status"] == "abandoned":
+			abandoned = append(abandoned, s)
+		case typ == "llm_call" && attrs["step"] == "iter/2/llm":
+			llm2 = append(llm2, s)
+		}
+	}
+	require.Len(t, iterations, 2)
+	for _, n := range []float64{1, 2} {
+		require.Equal(t, "ok", iterations[n]["status"])
+		require.Equal(t, 1.0, iterations[n]["attempt"], "the first attempt made iteration %v", n)
+	}
+	require.Equal(t, 2.0, iterations[2]["attributes"].(map[string]any)["resumed_by_attempt"], "the second attempt finished it")
+
+	require.Len(t, abandoned, 1, "%v", abandoned)
+	require.Equal(t, "llm_call", abandoned[0]["type"])
+	require.Equal(t, 1.0, abandoned[0]["attempt"])
+	require.Equal(t, 2.0, abandoned[0]["attributes"].(map[string]any)["abandoned_by_attempt"])
+	require.NotNil(t, abandoned[0]["endedAt"])
+	require.Len(t, llm2, 1)
+	require.Equal(t, 2.0, llm2[0]["attempt"])
+	require.Equal(t, iterations[2]["id"], llm2[0]["parentId"], "the new call hangs under the same iteration")
+
+	require.ElementsMatch(t, []float64{1, 2}, attemptsOf["skill_resolve"], "each attempt resolved the skill")
+	require.ElementsMatch(t, []float64{0}, attemptsOf["dispatch"], "the dispatcher's spans have no attempt")
+
+	// The stream told the UI: the abandoned span was sent as job:span with its new status.
+	var sent bool
+	for _, e := range b.events(t, jobID) {
+		if d, ok := e["data"].(map[string]any); ok && e["type"] == "job:span" && d["status"] == "abandoned" {
+			sent = true
+		}
+	}
+	require.True(t, sent, "job:span carried the abandoned span")
 }
 
 // TestCancelRunningJob cancels a run while its LLM call is in flight: the call is

@@ -230,13 +230,18 @@ func (c *Client) Get(ctx context.Context, jobID string) (Run, error) {
 
 // Span is one node of a run's execution tree.
 type Span struct {
-	ID         string         `json:"id"`
-	RunID      string         `json:"runId"`
-	TraceID    string         `json:"traceId"`
-	ChainID    string         `json:"chainId,omitempty"`
-	ParentID   string         `json:"parentId,omitempty"`
-	Type       string         `json:"type"`
-	Name       string         `json:"name"`
+	ID       string `json:"id"`
+	RunID    string `json:"runId"`
+	TraceID  string `json:"traceId"`
+	ChainID  string `json:"chainId,omitempty"`
+	ParentID string `json:"parentId,omitempty"`
+	// Attempt is the attempt of the run that made the span (1 for the first); 0 for the
+	// dispatcher's spans, made before any attempt.
+	Attempt int    `json:"attempt,omitempty"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	// Status is running, ok, error, skipped or abandoned (left running by an attempt
+	// whose worker died, and closed by the attempt that resumed the run).
 	Status     string         `json:"status"`
 	StartedAt  time.Time      `json:"startedAt"`
 	EndedAt    *time.Time     `json:"endedAt,omitempty"`

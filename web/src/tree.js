@@ -1,6 +1,8 @@
 // A run's span tree, drawn for its tier: a line for llm_only, an iteration tree for ReAct
 // (tool_using), a DAG with fork/join counters for chains (laid out by dagre), and plan and
-// reflection steps for autonomous runs. Every llm_call node shows its billing.
+// reflection steps for autonomous runs. Every llm_call node shows its billing. When a run
+// was resumed, every node names the attempt that made it, and the spans a dead attempt
+// left running show as abandoned.
 import { Graph, layout } from '@dagrejs/dagre';
 import { html, usd, ms } from './ui.js';
 
@@ -31,12 +33,14 @@ function counter(s) {
   return done != null || total != null ? `${done ?? '?'}/${total ?? '?'}` : null;
 }
 
-/** NodeCard is one span. */
-export function NodeCard({ s, label }) {
+/** NodeCard is one span; attempts says the run had more than one, so each node names its own. */
+export function NodeCard({ s, label, attempts }) {
   const c = s.type === 'chain_fork' || s.type === 'chain_join' ? counter(s) : null;
   const decision = s.attributes?.decision;
-  return html`<div class=${`node t-${s.type} s-${s.status}`} data-span-type=${s.type} data-span-id=${s.id} data-status=${s.status}>
+  return html`<div class=${`node t-${s.type} s-${s.status}`} data-span-type=${s.type} data-span-id=${s.id} data-status=${s.status}
+      data-attempt=${s.attempt || 0}>
     <div class="node-head"><span class="ntype">${label || s.type}</span> <span class="nstatus">${s.status}</span>
+      ${attempts && s.attempt ? html`<span class="nattempt" data-testid="attempt" title="the attempt of the run that made this span">attempt ${s.attempt}</span>` : null}
       ${s.durationMs != null ? html`<span class="ndur">${ms(s.durationMs)}</span>` : null}</div>
     <div class="nname">${s.name}${c ? html` <span class="counter" data-testid="counter">${c}</span>` : null}
       ${decision ? html` <span class="decision">${decision}${s.attributes.reason ? ': ' + s.attributes.reason : ''}</span>` : null}</div>
@@ -44,26 +48,29 @@ export function NodeCard({ s, label }) {
   </div>`;
 }
 
-function Nested({ nodes, depth = 0 }) {
+// An iteration's number is its step's (attribute iteration, or its name "iteration N"),
+// never its position among the nodes drawn: a resumed run's iterations keep their numbers.
+const iterationLabel = (n) => `iteration ${n.attributes?.iteration ?? n.name.replace(/^iteration /, '')}`;
+
+function Nested({ nodes, depth = 0, attempts }) {
   if (!nodes.length) return null;
-  let iter = 0;
   return html`<ul class=${depth ? 'tree' : 'tree root'}>${nodes.map((n) => {
-    const label = n.type === 'react_iteration' ? `iteration ${n.attributes?.iteration ?? ++iter}` : undefined;
-    return html`<li key=${n.id}><${NodeCard} s=${n} label=${label} /><${Nested} nodes=${n.children} depth=${depth + 1} /></li>`;
+    const label = n.type === 'react_iteration' ? iterationLabel(n) : undefined;
+    return html`<li key=${n.id}><${NodeCard} s=${n} label=${label} attempts=${attempts} /><${Nested} nodes=${n.children} depth=${depth + 1} attempts=${attempts} /></li>`;
   })}</ul>`;
 }
 
-function Line({ spans }) {
+function Line({ spans, attempts }) {
   return html`<div class="line" data-testid="line">${[...spans].sort(byStart).map((s, i) =>
-    html`${i ? html`<span class="arrow">→</span>` : null}<${NodeCard} s=${s} key=${s.id} />`)}</div>`;
+    html`${i ? html`<span class="arrow">→</span>` : null}<${NodeCard} s=${s} key=${s.id} attempts=${attempts} />`)}</div>`;
 }
 
 const PLAN = new Set(['goal_decompose', 'plan_adjust', 'reflection', 'goal_evaluate']);
 
-function Steps({ spans }) {
+function Steps({ spans, attempts }) {
   const steps = spans.filter((s) => PLAN.has(s.type) || s.type === 'react_iteration').sort(byStart);
   return html`<ol class="steps" data-testid="steps">${steps.map((s) =>
-    html`<li key=${s.id} class=${'step-' + s.type}><${NodeCard} s=${s} /></li>`)}</ol>`;
+    html`<li key=${s.id} class=${'step-' + s.type}><${NodeCard} s=${s} attempts=${attempts} /></li>`)}</ol>`;
 }
 
 const DAG_TYPES = new Set(['chain_step', 'chain_fork', 'chain_join']);
@@ -112,10 +119,12 @@ function Dag({ spans }) {
 export function SpanTree({ spans, executionType }) {
   const roots = buildTree(spans);
   const tier = executionType || 'llm_only';
+  // More than one attempt made spans: the run was resumed, and each node says whose it is.
+  const attempts = new Set(spans.map((s) => s.attempt).filter(Boolean)).size > 1;
   return html`<div class=${'spantree tier-' + tier} data-testid="spantree" data-tier=${tier}>
-    ${tier === 'llm_only' ? html`<${Line} spans=${spans} />` : null}
+    ${tier === 'llm_only' ? html`<${Line} spans=${spans} attempts=${attempts} />` : null}
     ${tier === 'chain' ? html`<${Dag} spans=${spans} />` : null}
-    ${tier === 'autonomous' ? html`<${Steps} spans=${spans} />` : null}
-    ${tier !== 'llm_only' ? html`<${Nested} nodes=${roots} />` : null}
+    ${tier === 'autonomous' ? html`<${Steps} spans=${spans} attempts=${attempts} />` : null}
+    ${tier !== 'llm_only' ? html`<${Nested} nodes=${roots} attempts=${attempts} />` : null}
   </div>`;
 }

@@ -248,6 +248,16 @@ await test('a ReAct run\'s tree grows live', async () => {
   const calls = await page.locator('[data-span-type=llm_call]').count();
   const billed = await page.locator('[data-span-type=llm_call] [data-testid=billing]').count();
   assert(calls > 0 && calls === billed, `billing on every llm_call node (${billed}/${calls})`);
+  // Each iteration is labelled with its own number (its step's), and every executor node
+  // carries the attempt that made it; one attempt, so no node needs to say which.
+  for (let i = 0; i < final; i++) {
+    const node = iterations.nth(i);
+    const label = (await node.locator('.ntype').textContent()).trim();
+    const name = (await node.locator('.nname').textContent()).trim();
+    assert(label === name, `iteration label "${label}" matches its span "${name}"`);
+    assert((await node.getAttribute('data-attempt')) === '1', 'the first attempt made the iteration');
+  }
+  assert((await page.locator('[data-testid=attempt]').count()) === 0, 'a run of one attempt shows no attempt labels');
   await shot(page, '12-react-done');
 });
 

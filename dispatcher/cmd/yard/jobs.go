@@ -413,6 +413,10 @@ func printSpan(w io.Writer, n *client.SpanNode, indent string, last bool) {
 		branch, next = "└─ ", "   "
 	}
 	line := fmt.Sprintf("%s%s%s %s [%s]", indent, branch, n.Type, n.Name, n.Status)
+	if n.Attempt > 0 {
+		// Which attempt of the run made the span: a resumed run shows both.
+		line += fmt.Sprintf(" attempt %d", n.Attempt)
+	}
 	if n.DurationMS != nil {
 		line += fmt.Sprintf(" %.1fms", *n.DurationMS)
 	}

@@ -417,3 +417,23 @@ func TestHelp(t *testing.T) {
 		require.Contains(t, out.String(), "Usage:", "%v", args)
 	}
 }
+
+// TestSpansShowAttempts: each executor span names the attempt that made it, so a resumed
+// run's spans are told apart, abandoned ones included.
+func TestSpansShowAttempts(t *testing.T) {
+	t.Parallel()
+	d := 1.5
+	tree := &client.SpanNode{Span: client.Span{Type: "react_iteration", Name: "iteration 2", Status: "ok", Attempt: 1},
+		Children: []*client.SpanNode{
+			{Span: client.Span{Type: "llm_call", Name: "llm iter/2/llm", Status: "abandoned", Attempt: 1}},
+			{Span: client.Span{Type: "llm_call", Name: "llm iter/2/llm", Status: "ok", Attempt: 2, DurationMS: &d}},
+		}}
+	var out strings.Builder
+	printSpan(&out, &client.SpanNode{Span: client.Span{Type: "dispatch", Name: "dispatch x", Status: "ok"},
+		Children: []*client.SpanNode{tree}}, "", true)
+	require.Equal(t, `└─ dispatch dispatch x [ok]
+   └─ react_iteration iteration 2 [ok] attempt 1
+      ├─ llm_call llm iter/2/llm [abandoned] attempt 1
+      └─ llm_call llm iter/2/llm [ok] attempt 2 1.5ms
+`, out.String())
+}

@@ -49,6 +49,7 @@ export function RunView({ id }) {
       <span>status <${StatusBadge} status=${run.status} /></span>
       <span>tier <b data-testid="tier">${run.executionType}</b></span>
       <span>queue <b>${run.queue}</b></span><span>priority <b>${run.priority}</b></span>
+      ${run.attempts > 1 ? html`<span title="the run was resumed or retried; each span names its attempt">attempts <b data-testid="attempts">${run.attempts}</b></span>` : null}
       <span>created ${when(run.timings.createdAt)}</span>
       ${run.timings.durationMs != null ? html`<span>took ${ms(run.timings.durationMs)}</span>` : null}
       <span class="total" data-testid="total">running total <b>${usd(Math.max(total, TERMINAL.has(run.status) ? run.billing.costUsd : 0))}</b> · ${tokens} tokens</span>
