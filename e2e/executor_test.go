@@ -425,11 +425,13 @@ func TestResumeAfterSIGKILLLeavesNoPhantomSpans(t *testing.T) {
 	require.Equal(t, 2.0, r["attempts"])
 
 	spans := b.spans(t, jobID)
+	for _, s := range spans {
+		require.NotEqual(t, "running", s["status"], "no span is left running: %v", s)
+	}
 	iterations := map[float64]map[string]any{}
 	attemptsOf := map[string][]float64{}
 	var abandoned, llm2 []map[string]any
 	for _, s := range spans {
-		require.NotEqual(t, "running", s["status"], "no span is left running: %v", s)
 		attrs := s["attributes"].(map[string]any)
 		attempt, _ := s["attempt"].(float64)
 		typ := s["type"].(string)
