@@ -272,37 +272,35 @@ const columns = `id, run_id, trace_id, COALESCE(chain_id::text, ''), COALESCE(pa
 
 // List returns the spans of one run, ordered by start. Only spans of orgID are returned.
 func List(ctx context.Context, db DB, orgID, runID string) ([]Span, error) {
-	rows, err := db.Query(ctx, `SELECT `+columns+` FROM spans WHERE run_id = $1 AND org_id = $2 ORDER BY started_at, id`,
-		runID, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("listing spans of run %s: %w", runID, err)
-	}
-	spans, err := pgx.CollectRows(rows, scan(orgID))
-	if err != nil {
-		return nil, fmt.Errorf("listing spans of run %s: %w", runID, err)
-	}
-	return spans, nil
+	return query(ctx, db, orgID, "listing spans of run "+runID,
+		`SELECT `+columns+` FROM spans WHERE run_id = $1 AND org_id = $2 ORDER BY started_at, id`, runID, orgID)
 }
 
 // Abandon closes, in one statement, the spans that attempts of the run before attempt left
 // running — their worker died — with status abandoned (attribute abandoned_by_attempt
-// names the attempt that closed them), and returns them as closed. The
-// dispatcher's spans (attempt 0) are not touched, nor a governance_review span that the
-// run's journal names as the review of a pause for approval: that one waits for its
-// reviewer across attempts and is closed with the decision.
+// names the attempt that closed them), and returns them as closed. The dispatcher's spans
+// (attempt 0) are not touched, nor a governance_review span that the run's journal names as
+// the review of a pause for approval: that one waits for its reviewer across attempts and
+// is closed with the decision.
 func Abandon(ctx context.Context, db DB, orgID, runID string, attempt int) ([]Span, error) {
-	rows, err := db.Query(ctx, `UPDATE spans SET status = 'abandoned', ended_at = now(),
+	return query(ctx, db, orgID, "closing abandoned spans of run "+runID,
+		`UPDATE spans SET status = 'abandoned', ended_at = now(),
 			attributes = attributes || jsonb_build_object('abandoned_by_attempt', $2::integer)
 		WHERE run_id = $1 AND status = 'running' AND attempt BETWEEN 1 AND $2::integer - 1
 			AND id::text NOT IN (SELECT data->>'review_span_id' FROM run_journal
 				WHERE run_id = $1 AND kind = 'decision' AND data ? 'review_span_id')
 		RETURNING `+columns, runID, attempt)
+}
+
+// query runs a statement returning spans of orgID (columns) and collects them.
+func query(ctx context.Context, db DB, orgID, what, sql string, args ...any) ([]Span, error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("closing abandoned spans of run %s: %w", runID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	spans, err := pgx.CollectRows(rows, scan(orgID))
 	if err != nil {
-		return nil, fmt.Errorf("closing abandoned spans of run %s: %w", runID, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return spans, nil
 }

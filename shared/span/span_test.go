@@ -5,19 +5,26 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/shared/span"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
+// setup returns a database with one running run of its own organisation.
+func setup(t *testing.T) (ctx context.Context, pool *pgxpool.Pool, runID, orgID, traceID string) {
+	t.Helper()
+	_, pool = testkit.DB(t)
+	ctx = context.Background()
+	runID, orgID = testkit.NewRun(t, pool, "running")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT trace_id FROM runs WHERE id = $1`, runID).Scan(&traceID))
+	return ctx, pool, runID, orgID, traceID
+}
+
 func TestBatch(t *testing.T) {
 	t.Parallel()
-	_, pool := testkit.DB(t)
-	ctx := context.Background()
-	runID, orgID := testkit.NewRun(t, pool, "running")
-	var traceID string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT trace_id FROM runs WHERE id = $1`, runID).Scan(&traceID))
+	ctx, pool, runID, orgID, traceID := setup(t)
 
 	write := func(sb *span.Batch) {
 		t.Helper()
@@ -76,11 +83,7 @@ func TestBatch(t *testing.T) {
 // dispatcher's spans, not the current attempt's, not a review waiting for its reviewer.
 func TestAbandon(t *testing.T) {
 	t.Parallel()
-	_, pool := testkit.DB(t)
-	ctx := context.Background()
-	runID, orgID := testkit.NewRun(t, pool, "running")
-	var traceID string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT trace_id FROM runs WHERE id = $1`, runID).Scan(&traceID))
+	ctx, pool, runID, orgID, traceID := setup(t)
 
 	start := func(attempt int, typ span.Type, name string) *span.Span {
 		s := span.Start(runID, orgID, traceID, runID, typ, name)
