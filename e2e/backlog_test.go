@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,4 +96,40 @@ func TestCapacityWaitIsBounded(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, timedOut)
+}
+
+// TestRouterOutageParksRuns: while the router is down, runs wait parked — holding no worker
+// and using none of their retries — and complete once it is back, instead of failing after
+// their retries ran out during the restart.
+func TestRouterOutageParksRuns(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	one := 1
+	b.putSkill(t, skill.Skill{JobType: "patient", ExecutionType: "llm_only", RoutingHint: "fast", MaxRetries: &one})
+	b.kill(t, "provider-router", syscall.SIGKILL)
+	ids := make([]string, 3)
+	for i := range ids {
+		ids[i] = b.dispatch(t, "patient", map[string]any{"prompt": fmt.Sprintf("outage %d", i)})
+	}
+	// Two parks each: longer than a retry with backoff would have lasted.
+	waitFor(t, 60*time.Second, "every run to park twice", func() bool {
+		for _, id := range ids {
+			n := 0
+			for _, e := range b.events(t, id) {
+				if e["type"] == "job:waiting" && e["data"].(map[string]any)["reason"] == "router_unreachable" {
+					n++
+				}
+			}
+			if n < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	b.start("provider-router")
+	for _, id := range ids {
+		r := b.WaitStatus(id, 60*time.Second, "completed", "failed", "timed_out")
+		require.Equal(t, "completed", r["status"], "%v", r)
+		require.Empty(t, r["attemptErrors"])
+	}
 }

@@ -52,6 +52,8 @@ type Change struct {
 	// records the park (parked_at, parked_until) and, on the first park of a wait,
 	// waiting_since.
 	ParkedUntil *time.Time
+	// ParkReason says why (with ParkedUntil).
+	ParkReason string
 }
 
 // Transition moves the run to status `to` if — and only if — that is legal from its
@@ -168,6 +170,7 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 	}
 	if c.ParkedUntil != nil {
 		add("parked_until = ?", *c.ParkedUntil)
+		add("park_reason = ?", c.ParkReason)
 		sets = append(sets, "parked_at = now()", "waiting_since = COALESCE(r.waiting_since, now())")
 	}
 	switch {

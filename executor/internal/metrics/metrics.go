@@ -24,6 +24,7 @@ type Metrics struct {
 	claim       prometheus.Histogram
 	resumes     *prometheus.CounterVec
 	pauses      *prometheus.CounterVec
+	parks       *prometheus.CounterVec
 	llmCalls    *prometheus.CounterVec
 	llmDuration *prometheus.HistogramVec
 	toolCalls   *prometheus.CounterVec
@@ -83,6 +84,10 @@ func New() (*Metrics, error) {
 			Name: "switchyard_executor_resumes_total",
 			Help: "Attempts that resumed a run from its journal, by cause: worker_lost (the run was still running: its worker died), parked (it waited for provider capacity) or requeued (a retry, or the resumption after an approval).",
 		}, []string{"cause"}),
+		parks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_executor_parks_total",
+			Help: "Runs put back to queued to wait, holding no worker, by reason: provider_capacity, provider_unavailable, router_unreachable.",
+		}, []string{"reason"}),
 		pauses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_executor_pauses_total",
 			Help: "Runs paused for approval (pending_review), by tier.",
@@ -116,7 +121,7 @@ func New() (*Metrics, error) {
 		}, []string{"kind"}),
 	}
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.pickups, m.queueWait, m.claim, m.resumes,
-		m.pauses, m.llmCalls, m.llmDuration, m.toolCalls, m.toolLatency, m.journal, m.journalTime,
+		m.pauses, m.parks, m.llmCalls, m.llmDuration, m.toolCalls, m.toolLatency, m.journal, m.journalTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -180,6 +185,13 @@ func (m *Metrics) Resumed(cause string) {
 func (m *Metrics) Paused(tier string) {
 	if m != nil {
 		m.pauses.WithLabelValues(tier).Inc()
+	}
+}
+
+// Parked counts a run parked to wait, by reason.
+func (m *Metrics) Parked(reason string) {
+	if m != nil {
+		m.parks.WithLabelValues(reason).Inc()
 	}
 }
 

@@ -133,6 +133,8 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 			Retryable: retryable(resp.StatusCode, b.Code)}
 		if ms, ok := b.Context["retry_after_ms"].(float64); ok && ms > 0 {
 			e.RetryAfter = time.Duration(ms) * time.Millisecond
+		} else if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			e.RetryAfter = time.Duration(secs) * time.Second
 		}
 		return nil, e
 	}

@@ -28,10 +28,11 @@ type Run struct {
 	// DeadlineAt, when set, bounds the whole run across attempts (the task's timeout bounds
 	// one attempt).
 	DeadlineAt *time.Time
-	// WaitingSince is when the run began waiting for provider capacity for its current call
-	// (parked at least once since its last answer); ParkedAt, set by claimRun only, is when
-	// the run was parked if this pickup ends a park.
+	// WaitingSince is when the run began waiting for its current call (parked at least once
+	// since its last answer); ParkedAt and ParkReason, set by claimRun only, say when and
+	// why the run was parked if this pickup ends a park.
 	WaitingSince, ParkedAt *time.Time
+	ParkReason             string
 	// StartedAt is the run's first pickup; nil before it.
 	StartedAt *time.Time
 }
@@ -77,7 +78,9 @@ func scanRun(row pgx.Row, extra ...any) (Run, error) {
 // it and decides.
 func claimRun(ctx context.Context, db run.DB, id string, started time.Time) (r Run, prev run.Status, ok bool, err error) {
 	var parkedAt *time.Time
-	r, err = scanRun(db.QueryRow(ctx, run.ClaimStatement(runColumns+", o.old, o.parked"), id, started), &prev, &parkedAt)
+	var parkReason *string
+	r, err = scanRun(db.QueryRow(ctx, run.ClaimStatement(runColumns+", o.old, o.parked, r.park_reason"), id, started),
+		&prev, &parkedAt, &parkReason)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Run{}, "", false, nil
 	}
@@ -85,5 +88,8 @@ func claimRun(ctx context.Context, db run.DB, id string, started time.Time) (r R
 		return Run{}, "", false, fmt.Errorf("claiming run %s: %w", id, err)
 	}
 	r.Status, r.Attempts, r.ParkedAt = prev, r.Attempts-1, parkedAt
+	if parkReason != nil {
+		r.ParkReason = *parkReason
+	}
 	return r, prev, true, nil
 }

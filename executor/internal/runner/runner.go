@@ -181,7 +181,7 @@ func (x *execution) execute(ctx context.Context) error {
 		}
 	}
 	if rn.ParkedAt != nil {
-		x.parkedSpan(ctx, *rn.ParkedAt)
+		x.parkedSpan(ctx, *rn.ParkedAt, rn.ParkReason)
 	}
 	if x.GPU != nil {
 		stop := x.gpuTelemetry(ctx)
@@ -265,8 +265,9 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 // retry, which fails the run.
 func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	rn := x.run
-	if re, ok := errors.AsType[*routerclient.Error](err); ok && re.Code == routerclient.CodeRateLimitWait {
-		return x.park(ctx, re)
+	if reason, delay, ok := parkable(err, x.waited()); ok && !errors.Is(ctx.Err(), context.Canceled) {
+		re, _ := errors.AsType[*routerclient.Error](err)
+		return x.park(ctx, reason, delay, re)
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.TimedOut, nil,
