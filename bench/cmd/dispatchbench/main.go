@@ -9,9 +9,18 @@
 // prints the whole machine's CPU time per operation (every process, this generator too) and
 // the steal during each load, so runs on a noisy host can still be compared.
 //
+// With -batch N it then measures batch dispatch for -rounds rounds, each round three closed
+// loops of -duration, one after the other so that each round meets the host in about the
+// same state: the floor and single dispatches from -workers goroutines each, then batches
+// of N items (POST /api/v1/dispatch/batch) from -batch-senders goroutines. It reports items
+// per second and per-batch latency beside the floor's and single dispatch's operations per
+// second, and the machine's CPU per item beside the CPU per floor operation. -rates "" skips
+// the fixed-rate runs.
+//
 //	make start
 //	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" \
 //	  -db "postgres://postgres@127.0.0.1:25432/switchyard" -redis redis://127.0.0.1:26379/0
+//	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" -rates "" -batch 500 -rounds 3
 package main
 
 import (
@@ -45,12 +54,19 @@ func main() {
 	dur := flag.Duration("duration", 10*time.Second, "duration of each rate")
 	maxP99 := flag.Duration("sustained-p99", 50*time.Millisecond, "p99 under which a rate counts as sustained")
 	inflight := flag.Int("max-inflight", 512, "most requests in flight at once")
+	batchSize := flag.Int("batch", 0, "items per batch for the batch runs; 0 skips them")
+	senders := flag.Int("batch-senders", 2, "batches in flight at once in the batch runs")
+	workers := flag.Int("workers", 64, "goroutines of the closed-loop floor and single-dispatch runs beside the batches")
+	rounds := flag.Int("rounds", 3, "rounds of the batch runs (floor, single, batch in each)")
 	flag.Parse()
 	if *key == "" {
 		fail("-key is required")
 	}
 	var rates []float64
 	for _, r := range strings.Split(*ratesFlag, ",") {
+		if strings.TrimSpace(r) == "" {
+			continue
+		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
 		if err != nil || v <= 0 {
 			fail("bad -rates")
@@ -107,23 +123,99 @@ func main() {
 	// Warm up connections and caches.
 	load.Run(ctx, 200, 2*time.Second, *inflight, floor)
 	load.Run(ctx, 200, 2*time.Second, *inflight, dispatch)
+	if len(rates) > 0 {
+		runRates(ctx, pool, insp, rates, *dur, *inflight, *maxP99, floor, dispatch)
+	}
+	if *batchSize > 0 {
+		runBatches(ctx, api, pool, insp, orgID, *batchSize, *senders, *workers, *rounds, *dur, floor, dispatch)
+	}
+}
 
+// runRates drives the floor and single dispatch at each fixed rate, open loop.
+func runRates(ctx context.Context, pool *pgxpool.Pool, insp *asynq.Inspector, rates []float64, dur time.Duration,
+	inflight int, maxP99 time.Duration, floor, dispatch func(context.Context) error) {
 	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s %10s %6s %8s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max",
 		"errors", "cpu/op", "steal", "wal/op")
 	best := 0.0
 	for _, rate := range rates {
-		f, fcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, *dur, *inflight, floor) })
-		d, dcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, *dur, *inflight, dispatch) })
+		f, fcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, dur, inflight, floor) })
+		d, dcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, dur, inflight, dispatch) })
 		print("floor", f, fcpu)
 		print("dispatch", d, dcpu)
 		fmt.Printf("%-9s %-8.0f ratio dispatch/floor: p50 %.2fx  p99 %.2fx  machine CPU per op %.2fx\n", "", rate,
 			ratio(d.Latency.P50, f.Latency.P50), ratio(d.Latency.P99, f.Latency.P99), perOp(dcpu, d)/perOp(fcpu, f))
-		if d.Sustained(*maxP99) {
+		if d.Sustained(maxP99) {
 			best = rate
 		}
 		cleanup(insp, pool)
 	}
-	fmt.Printf("highest sustained dispatch rate (all ok, ≥98%% of target, p99 ≤ %s): %.0f/s\n", *maxP99, best)
+	fmt.Printf("highest sustained dispatch rate (all ok, ≥98%% of target, p99 ≤ %s): %.0f/s\n", maxP99, best)
+}
+
+// runBatches measures batch dispatch beside the floor and single dispatch, closed loop,
+// rounds times. A batch counts as an error unless every item was accepted (202).
+func runBatches(ctx context.Context, api *client, pool *pgxpool.Pool, insp *asynq.Inspector, orgID string,
+	size, senders, workers, rounds int, dur time.Duration, floor, dispatch func(context.Context) error) {
+	since := time.Now()
+	var body bytes.Buffer
+	body.WriteString(`{"items":[`)
+	for i := range size {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, `{"job_type":"bench_noop","user_id":"bench","payload":{"prompt":"hello %d"}}`, i)
+	}
+	body.WriteString(`]}`)
+	batch := func(ctx context.Context) error {
+		code, raw, err := api.do(ctx, http.MethodPost, "/api/v1/dispatch/batch", body.Bytes())
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Accepted int `json:"accepted"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil || code != http.StatusMultiStatus || res.Accepted != size {
+			return fmt.Errorf("status %d, %d of %d accepted", code, res.Accepted, size)
+		}
+		return nil
+	}
+	load.Closed(ctx, senders, 2*time.Second, batch) // warm up
+	cleanupBatches(insp, pool, orgID, since)
+
+	fmt.Printf("\nclosed loop, %s each: floor and single dispatch from %d goroutines, batches of %d from %d\n",
+		dur, workers, size, senders)
+	fmt.Printf("%-6s %-9s %10s %9s %9s %9s %7s %10s %6s\n", "round", "op", "per s", "p50", "p99", "max", "errors",
+		"cpu/item", "steal")
+	row := func(round int, name string, r load.Result, u usage, items int) float64 {
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+		perItem := u.cpu.BusySeconds * 1000 / max(float64(r.Latency.N*items), 1)
+		fmt.Printf("%-6d %-9s %10.0f %9s %9s %9s %7d %8.3fms %5.1f%%\n", round, name,
+			float64(r.Latency.N*items)/r.Elapsed.Seconds(), ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max),
+			r.Errors, perItem, u.cpu.Steal*100)
+		return perItem
+	}
+	for round := 1; round <= rounds; round++ {
+		f, fu := measured(pool, func() load.Result { return load.Closed(ctx, workers, dur, floor) })
+		cleanupBatches(insp, pool, orgID, since)
+		d, du := measured(pool, func() load.Result { return load.Closed(ctx, workers, dur, dispatch) })
+		cleanupBatches(insp, pool, orgID, since)
+		b, bu := measured(pool, func() load.Result { return load.Closed(ctx, senders, dur, batch) })
+		cleanupBatches(insp, pool, orgID, since)
+		fcpu := row(round, "floor", f, fu, 1)
+		dcpu := row(round, "single", d, du, 1)
+		bcpu := row(round, "batch", b, bu, size)
+		fps := float64(f.Latency.N) / f.Elapsed.Seconds()
+		dps := float64(d.Latency.N) / d.Elapsed.Seconds()
+		bps := float64(b.Latency.N*size) / b.Elapsed.Seconds()
+		fmt.Printf("%-6d ratio batch items/s: %.2fx the floor's ops/s, %.2fx single dispatch's; CPU per item %.2fx the floor's, %.2fx single's\n",
+			round, bps/fps, bps/dps, bcpu/fcpu, bcpu/dcpu)
+	}
+}
+
+// cleanupBatches is cleanup plus the batches the bench created (since it started).
+func cleanupBatches(insp *asynq.Inspector, pool *pgxpool.Pool, orgID string, since time.Time) {
+	cleanup(insp, pool)
+	_, _ = pool.Exec(context.Background(), `DELETE FROM batches WHERE org_id = $1 AND created_at >= $2`, orgID, since)
 }
 
 // usage is what one load cost: the whole machine's CPU (every process: the stack, Postgres,

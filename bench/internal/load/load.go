@@ -111,3 +111,37 @@ func (r run) result(k int) Result {
 	res.Latency = stats.Summarize(ok)
 	return res
 }
+
+// Closed runs op back to back from workers goroutines for d (closed loop: each worker starts
+// its next operation when the previous one answers) and returns what they achieved: the
+// most a server delivers at that concurrency, each latency measured from the operation's
+// own start. Rate is left zero.
+func Closed(ctx context.Context, workers int, d time.Duration, op func(context.Context) error) Result {
+	lat := make([][]time.Duration, workers)
+	errs := make([]int, workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for w := range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(end) {
+				t := time.Now()
+				if err := op(ctx); err != nil {
+					errs[w]++
+					continue
+				}
+				lat[w] = append(lat[w], time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	res := Result{Elapsed: time.Since(start)}
+	var all []time.Duration
+	for w := range workers {
+		all = append(all, lat[w]...)
+		res.Errors += errs[w]
+	}
+	res.Latency = stats.Summarize(all)
+	res.Achieved = float64(len(all)+res.Errors) / res.Elapsed.Seconds()
+	return res
+}

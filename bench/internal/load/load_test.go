@@ -37,3 +37,26 @@ func TestPairedCallsBothAtEveryDueTimeAndDiffersPerCall(t *testing.T) {
 		t.Fatalf("median difference %s; op sleeps 3 ms longer than base", added.P50)
 	}
 }
+
+func TestClosedRunsBackToBackAndCountsErrors(t *testing.T) {
+	var calls atomic.Int64
+	op := func(context.Context) error {
+		time.Sleep(2 * time.Millisecond)
+		if calls.Add(1)%4 == 0 {
+			return errors.New("every fourth call fails")
+		}
+		return nil
+	}
+	r := Closed(context.Background(), 3, 200*time.Millisecond, op)
+	n := int(calls.Load())
+	// Three workers of 2 ms calls for 200 ms: at most 300 calls, and far more than one each.
+	if n < 30 || n > 300 {
+		t.Fatalf("calls %d; want 30 to 300 from three back-to-back workers", n)
+	}
+	if r.Errors != n/4 || r.Latency.N != n-n/4 {
+		t.Fatalf("errors %d, ok %d of %d calls; want every fourth failed", r.Errors, r.Latency.N, n)
+	}
+	if r.Latency.Min < 2*time.Millisecond {
+		t.Fatalf("min latency %s; every call sleeps 2 ms", r.Latency.Min)
+	}
+}
