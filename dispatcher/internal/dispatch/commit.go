@@ -27,13 +27,18 @@ func (w *rows) append(other *rows) {
 	w.events.Append(&other.events)
 }
 
+// queue adds the rows' three statements to b, runs first: the spans and events reference them.
+func (w *rows) queue(b *pgx.Batch) {
+	w.runs.Queue(b)
+	w.spans.Queue(b)
+	w.events.Queue(b)
+}
+
 // write sends the rows in one round trip. A batch without explicit transaction control runs
 // as one implicit transaction (one Sync for the whole pipeline): all of it or none of it.
 func (w *rows) write(ctx context.Context, db *pgxpool.Pool) error {
 	b := &pgx.Batch{}
-	w.runs.Queue(b)
-	w.spans.Queue(b)
-	w.events.Queue(b)
+	w.queue(b)
 	return db.SendBatch(ctx, b).Close()
 }
 

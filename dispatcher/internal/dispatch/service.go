@@ -26,12 +26,9 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
-	"github.com/switchyard-ai/switchyard/shared/ids"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
-	"github.com/switchyard-ai/switchyard/shared/skill"
-	"github.com/switchyard-ai/switchyard/shared/span"
 )
 
 // Enqueuer puts tasks on Redis; *asynq.Client satisfies it.
@@ -80,8 +77,11 @@ type Publisher interface {
 func (s *Service) Close() { s.group.stop() }
 
 // checkCallback refuses a callback URL that resolves to a private, loopback or metadata
-// address the organisation has not allowlisted.
+// address the organisation has not allowlisted. An empty URL passes.
 func (s *Service) checkCallback(ctx context.Context, org store.Org, raw string) error {
+	if raw == "" {
+		return nil
+	}
 	g, err := netguard.New(netguard.Config{Allow: org.CallbackAllowlist, Resolver: s.Resolver})
 	if err != nil {
 		return apierr.Internal(err)
@@ -142,91 +142,43 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 	if err != nil {
 		return Result{}, dbError(err)
 	}
-	if req.CallbackURL != "" {
-		if err := s.checkCallback(ctx, org, req.CallbackURL); err != nil {
-			return Result{}, err
-		}
+	if err := s.checkCallback(ctx, org, req.CallbackURL); err != nil {
+		return Result{}, err
 	}
 	if !opts.SkipRateLimit {
 		if err := s.RateLimit(ctx, org, req.UserID, 1); err != nil {
 			return Result{}, err
 		}
 	}
-	sk, snap, err := s.Registry.Skill(ctx, p.OrgID, req.JobType)
-	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
-		return Result{}, skillNotFound(req.JobType, err == nil)
-	}
+	j, err := s.govern(ctx, p, org, req)
 	if err != nil {
-		return Result{}, dbError(err)
+		return Result{}, err
 	}
-	q, err := s.Registry.Queue(ctx, sk.Queue)
-	if err != nil {
-		return Result{}, dbError(fmt.Errorf("queue %q of skill %q: %w", sk.Queue, sk.JobType, err))
-	}
-	verdict, err := s.Governor.Evaluate(ctx, org, sk, req.Payload)
-	if err != nil {
-		var ae *apierr.Error
-		if errors.As(err, &ae) {
-			s.Log.Warn("dispatch refused by governance", "org_id", p.OrgID, "job_type", req.JobType, "code", ae.Code)
-			return Result{}, ae
-		}
-		return Result{}, dbError(err)
-	}
-
-	priority := run.Priority(req.Priority)
-	if priority == "" {
-		priority = run.PriorityNormal
-	}
-	status := run.Queued
-	if verdict.Hold {
-		status = run.HeldForReview
-	}
-	if status == run.Queued {
+	if j.status == run.Queued {
 		if err := s.backlog.admit(ctx, s.DB, org, 1); err != nil {
 			return Result{}, err
 		}
 	}
-	rec, err := s.record(ctx, p, req, sk, snap, priority, status, verdict, opts, started)
+	j.batchID, j.started = opts.BatchID, started
+	if err := j.build(); err != nil {
+		return Result{}, apierr.Internal(err)
+	}
+	err = s.write(ctx, j)
 	if errors.Is(err, store.ErrDuplicate) {
-		// A concurrent request with the same idempotency key won the insert.
-		res, _, err := s.existing(ctx, p.OrgID, req.IdempotencyKey)
-		return res, err
+		return s.taken(ctx, p.OrgID, req.IdempotencyKey)
 	}
 	if err != nil {
 		return Result{}, dbError(err)
 	}
-	res := Result{
-		JobID: rec.runID, TraceID: rec.traceID, Status: status, Queue: sk.Queue, WSChannel: wsChannel(rec.runID),
-		HoldReasons: verdict.Reasons, AuditFlagged: verdict.AuditFlagged,
-	}
-	if res.HoldReasons == nil {
-		res.HoldReasons = []governance.Reason{}
-	}
-	if status == run.Queued {
-		timeout := time.Duration(q.Timeout) * time.Second
-		if sk.TimeoutSeconds != nil {
-			timeout = time.Duration(*sk.TimeoutSeconds) * time.Second
-		}
-		if err := s.enqueue(ctx, p.OrgID, rec.runID, sk.Queue, priority, timeout, *sk.MaxRetries); err != nil {
-			// The client is told the job will not run, so it must not: take the run back.
-			if derr := store.DeleteRun(context.WithoutCancel(ctx), s.DB, p.OrgID, rec.runID); derr != nil {
-				s.Log.Error("removing run that could not be enqueued", "job_id", rec.runID, "error", derr)
-			}
+	if j.status == run.Queued {
+		if err := s.enqueueJob(ctx, j); err != nil {
+			s.takeBack(ctx, p.OrgID, j.runID)
 			return Result{}, queueUnavailable(err)
 		}
-		if s.Queues != nil {
-			n := s.Queues.Consumers(sk.Queue)
-			res.Consumers = &n
-			if pos, err := s.Queues.Position(ctx, sk.Queue, priority); err == nil {
-				res.EstimatedPosition = &pos
-				if at, ok := s.Queues.EstimatedStart(sk.Queue, pos); ok {
-					res.EstimatedStartAt = &at
-				}
-			}
-		}
 	}
-	if err := s.Events.Publish(ctx, rec.events...); err != nil {
-		s.Log.Warn("publishing dispatch events", "job_id", rec.runID, "error", err)
+	res := s.answer(ctx, j)
+	if err := s.Events.Publish(ctx, *j.event); err != nil {
+		s.Log.Warn("publishing dispatch events", "job_id", j.runID, "error", err)
 	}
 	return res, nil
 }
@@ -258,105 +210,6 @@ func (s *Service) RateLimit(ctx context.Context, org store.Org, userID string, n
 		With("limit_scope", string(d.Scope), "limit", d.Limit, "count", d.Count, "window", d.Window.String(),
 			"reset_at", d.ResetAt.UTC(), "retry_after_seconds", retry).
 		SetHeader("Retry-After", strconv.Itoa(retry))
-}
-
-type recorded struct {
-	runID, traceID string
-	events         []event.Envelope
-}
-
-// record writes the run, its dispatch and governance spans and its first event in one
-// transaction and one round trip. The run references the skill's snapshot, which is stored
-// first (once per version and process).
-func (s *Service) record(ctx context.Context, p auth.Principal, req Request, sk skill.Skill, snap store.Snapshot,
-	priority run.Priority, status run.Status, verdict governance.Result, opts Options, started time.Time) (recorded, error) {
-	rec := recorded{runID: ids.New(), traceID: ids.New()}
-	if err := s.snapshots.ensure(ctx, s.DB, snap); err != nil {
-		return rec, err
-	}
-	var metadata json.RawMessage
-	if req.Metadata != nil {
-		metadata, _ = json.Marshal(req.Metadata)
-	}
-	var reasons json.RawMessage
-	if len(verdict.Reasons) > 0 {
-		reasons, _ = json.Marshal(verdict.Reasons)
-	}
-	// The dispatch span is the root of the run's tree and has the run's id, so every later
-	// span can name it as parent without looking it up.
-	root := span.Start(rec.runID, p.OrgID, rec.traceID, "", span.Dispatch, "dispatch "+req.JobType)
-	root.ID = rec.runID
-	root.StartedAt = started
-	root.Set("job_type", req.JobType).Set("skill_version", sk.Version).Set("queue", sk.Queue).
-		Set("priority", string(priority)).Set("caller", p.Actor())
-	if opts.BatchID != "" {
-		root.Set("batch_id", opts.BatchID)
-	}
-
-	var w rows
-	w.runs.Add(store.NewRun{
-		ID: rec.runID, OrgID: p.OrgID, TraceID: rec.traceID, JobType: req.JobType, SkillID: sk.ID,
-		SkillVersion: sk.Version, SkillSnapshotDigest: snap.Digest, ExecutionType: sk.ExecutionType,
-		Queue: sk.Queue, Priority: string(priority), Status: string(status), UserID: req.UserID,
-		Payload: req.Payload, Metadata: metadata, CallbackURL: req.CallbackURL,
-		IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD, HoldReasons: reasons,
-		AuditFlagged: verdict.AuditFlagged, BatchID: opts.BatchID,
-	})
-	if err := w.spans.Add(root.End(span.OK)); err != nil {
-		return rec, err
-	}
-	// One governance_check span records the whole decision, each check an entry of its
-	// attributes: one row instead of one per check keeps the dispatch to a single round trip
-	// of small writes.
-	if len(verdict.Checks) > 0 {
-		gs := span.Start(rec.runID, p.OrgID, rec.traceID, rec.runID, span.GovernanceCheck, "governance")
-		gs.StartedAt = started
-		checks := make([]map[string]any, 0, len(verdict.Checks))
-		outcome := "pass"
-		for _, c := range verdict.Checks {
-			entry := map[string]any{"check": c.Name, "outcome": c.Outcome}
-			for k, v := range c.Attrs {
-				entry[k] = v
-			}
-			checks = append(checks, entry)
-			if c.Outcome == "hold" || (c.Outcome == "flag" && outcome == "pass") {
-				outcome = c.Outcome
-			}
-		}
-		gs.Set("checks", checks).Set("outcome", outcome)
-		st := span.OK
-		if outcome == "hold" {
-			st = span.Error
-		}
-		if err := w.spans.Add(gs.End(st)); err != nil {
-			return rec, err
-		}
-	}
-	typ, data := event.JobQueued, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
-		"priority": priority, "trace_id": rec.traceID, "audit_flagged": verdict.AuditFlagged}
-	if status == run.HeldForReview {
-		typ, data = event.JobHeld, map[string]any{"job_type": req.JobType, "queue": sk.Queue,
-			"priority": priority, "trace_id": rec.traceID, "reasons": verdict.Reasons}
-	}
-	env, err := w.events.Add(rec.runID, p.OrgID, typ, data)
-	if err != nil {
-		return rec, err
-	}
-	// Without an idempotency key (which may conflict, by design) the rows share a transaction
-	// with those of other dispatches arriving at the same moment.
-	if req.IdempotencyKey == "" {
-		err = s.group.commit(ctx, s.DB, &w)
-	} else if err = w.write(ctx, s.DB); w.runs.Inserted() == 0 {
-		return rec, store.ErrDuplicate
-	}
-	if store.IsMissingSnapshot(err) {
-		s.snapshots.forget(snap.Digest)
-	}
-	if err != nil {
-		return rec, err
-	}
-	rec.events = []event.Envelope{*env}
-	return rec, nil
 }
 
 // enqueue puts a run's task on its queue. The task id is the run id, so a second enqueue
@@ -406,26 +259,45 @@ func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, p
 
 // existing returns the run an idempotency key already created, if any.
 func (s *Service) existing(ctx context.Context, orgID, key string) (Result, bool, error) {
-	id, err := store.RunIDByIdempotencyKey(ctx, s.DB, orgID, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, false, nil
-	}
+	found, err := s.existingKeys(ctx, orgID, []string{key})
 	if err != nil {
-		return Result{}, false, dbError(err)
+		return Result{}, false, err
 	}
-	r, err := store.GetRun(ctx, s.DB, orgID, id)
+	res, ok := found[key]
+	return res, ok, nil
+}
+
+// taken answers a dispatch whose idempotency key a concurrent request took while its rows
+// were being written: with that request's job.
+func (s *Service) taken(ctx context.Context, orgID, key string) (Result, error) {
+	res, ok, err := s.existing(ctx, orgID, key)
+	if err == nil && !ok {
+		// The other request's run has been taken back since: its enqueue failed.
+		err = queueUnavailable(errors.New("the run holding the idempotency key was taken back"))
+	}
+	return res, err
+}
+
+// existingKeys returns, by key, the runs any of keys already created: the answers of
+// repeated dispatches.
+func (s *Service) existingKeys(ctx context.Context, orgID string, keys []string) (map[string]Result, error) {
+	runs, err := store.RunsByIdempotencyKeys(ctx, s.DB, orgID, keys)
 	if err != nil {
-		return Result{}, false, dbError(err)
+		return nil, dbError(err)
 	}
-	var reasons []governance.Reason
-	_ = json.Unmarshal(r.HoldReasons, &reasons)
-	if reasons == nil {
-		reasons = []governance.Reason{}
+	out := make(map[string]Result, len(runs))
+	for key, r := range runs {
+		var reasons []governance.Reason
+		_ = json.Unmarshal(r.HoldReasons, &reasons)
+		if reasons == nil {
+			reasons = []governance.Reason{}
+		}
+		out[key] = Result{
+			JobID: r.ID, TraceID: r.TraceID, Status: run.Status(r.Status), Queue: r.Queue,
+			WSChannel: wsChannel(r.ID), HoldReasons: reasons, AuditFlagged: r.AuditFlagged, Duplicate: true,
+		}
 	}
-	return Result{
-		JobID: r.JobID, TraceID: r.TraceID, Status: run.Status(r.Status), Queue: r.Queue,
-		WSChannel: wsChannel(r.JobID), HoldReasons: reasons, AuditFlagged: r.AuditFlagged, Duplicate: true,
-	}, true, nil
+	return out, nil
 }
 
 func wsChannel(runID string) string { return "/api/v1/stream?job_id=" + runID }

@@ -150,21 +150,53 @@ func LiveRuns(ctx context.Context, db DB, orgID string, limit int) (int64, error
 	return n, err
 }
 
-// DeleteRun removes a run that never reached its queue.
-func DeleteRun(ctx context.Context, db DB, orgID, id string) error {
-	_, err := db.Exec(ctx, `DELETE FROM runs WHERE id = $1 AND org_id = $2`, id, orgID)
+// DeleteRuns removes runs that never reached their queue, with their spans and events.
+func DeleteRuns(ctx context.Context, db DB, orgID string, ids []string) error {
+	_, err := db.Exec(ctx, `DELETE FROM runs WHERE id = ANY($1::uuid[]) AND org_id = $2`, ids, orgID)
 	return err
 }
 
-// RunIDByIdempotencyKey returns the run an organisation created with key.
-func RunIDByIdempotencyKey(ctx context.Context, db DB, orgID, key string) (string, error) {
-	var id string
-	err := db.QueryRow(ctx, `SELECT id FROM runs WHERE org_id = $1 AND idempotency_key = $2`, orgID, key).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	return id, err
+// KeyedRun is the run an idempotency key created, as far as a repeated dispatch answers it.
+type KeyedRun struct {
+	ID, TraceID, Status, Queue string
+	HoldReasons                json.RawMessage
+	AuditFlagged               bool
 }
+
+// RunsByIdempotencyKeys returns the runs an organisation created with any of keys, by key,
+// in one query however many keys there are.
+func RunsByIdempotencyKeys(ctx context.Context, db DB, orgID string, keys []string) (map[string]KeyedRun, error) {
+	rows, err := db.Query(ctx, `SELECT idempotency_key, id::text, trace_id::text, status, queue, hold_reasons, audit_flagged
+		FROM runs WHERE org_id = $1 AND idempotency_key = ANY($2::text[])`, orgID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("reading runs by idempotency key: %w", err)
+	}
+	out := make(map[string]KeyedRun)
+	var key string
+	var r KeyedRun
+	_, err = pgx.ForEachRow(rows, []any{&key, &r.ID, &r.TraceID, &r.Status, &r.Queue, &r.HoldReasons, &r.AuditFlagged},
+		func() error {
+			out[key] = r
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("reading runs by idempotency key: %w", err)
+	}
+	return out, nil
+}
+
+// QueueNewBatch adds the insert of a batch's row to a pgx batch; its runs name it by id.
+func QueueNewBatch(b *pgx.Batch, id, orgID string, size int) {
+	b.Queue(insertBatchSQL, id, orgID, size)
+}
+
+// InsertBatch writes a batch's row on its own.
+func InsertBatch(ctx context.Context, db DB, id, orgID string, size int) error {
+	_, err := db.Exec(ctx, insertBatchSQL, id, orgID, size)
+	return err
+}
+
+const insertBatchSQL = `INSERT INTO batches (id, org_id, size) VALUES ($1, $2, $3)`
 
 // Run is a run as GET /api/v1/dispatch/{id} shows it.
 type Run struct {
