@@ -14,13 +14,16 @@
 // same state: the floor and single dispatches from -workers goroutines each, then batches
 // of N items (POST /api/v1/dispatch/batch) from -batch-senders goroutines. It reports items
 // per second and per-batch latency beside the floor's and single dispatch's operations per
-// second, and the machine's CPU per item beside the CPU per floor operation. -rates "" skips
-// the fixed-rate runs.
+// second, and the machine's CPU per item beside the CPU per floor operation. On a host
+// shared with other work the machine's CPU counts theirs too: -stack-pids names the
+// processes of the stack (the dispatcher, Postgres's postmaster, Redis; children included),
+// whose CPU per item is then reported as well. -rates "" skips the fixed-rate runs.
 //
 //	make start
 //	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" \
 //	  -db "postgres://postgres@127.0.0.1:25432/switchyard" -redis redis://127.0.0.1:26379/0
-//	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" -rates "" -batch 500 -rounds 3
+//	go run ./bench/cmd/dispatchbench -key "$(cat .run/admin.key)" -rates "" -batch 500 -rounds 3 \
+//	  -stack-pids "$(cat .run/pids/dispatcher.pid),$(pgrep -f 'postgres -D .*-p 25432'),$(pgrep -f 'redis-server .*:26379')"
 package main
 
 import (
@@ -58,6 +61,8 @@ func main() {
 	senders := flag.Int("batch-senders", 2, "batches in flight at once in the batch runs")
 	workers := flag.Int("workers", 64, "goroutines of the closed-loop floor and single-dispatch runs beside the batches")
 	rounds := flag.Int("rounds", 3, "rounds of the batch runs (floor, single, batch in each)")
+	stackFlag := flag.String("stack-pids", "", "comma-separated pids of the stack's processes (their children included), "+
+		"whose CPU per item the batch runs report")
 	flag.Parse()
 	if *key == "" {
 		fail("-key is required")
@@ -72,6 +77,16 @@ func main() {
 			fail("bad -rates")
 		}
 		rates = append(rates, v)
+	}
+	for _, p := range strings.Split(*stackFlag, ",") {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			fail("bad -stack-pids")
+		}
+		stackPIDs = append(stackPIDs, pid)
 	}
 	ctx := context.Background()
 	api := &client{base: strings.TrimRight(*url, "/"), key: *key, http: &http.Client{
@@ -184,14 +199,15 @@ func runBatches(ctx context.Context, api *client, pool *pgxpool.Pool, insp *asyn
 
 	fmt.Printf("\nclosed loop, %s each: floor and single dispatch from %d goroutines, batches of %d from %d\n",
 		dur, workers, size, senders)
-	fmt.Printf("%-6s %-9s %10s %9s %9s %9s %7s %10s %6s\n", "round", "op", "per s", "p50", "p99", "max", "errors",
-		"cpu/item", "steal")
+	fmt.Printf("%-6s %-9s %10s %9s %9s %9s %7s %10s %6s %6s %11s\n", "round", "op", "per s", "p50", "p99", "max", "errors",
+		"cpu/item", "busy", "steal", "stack/item")
 	row := func(round int, name string, r load.Result, u usage, items int) float64 {
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
-		perItem := u.cpu.BusySeconds * 1000 / max(float64(r.Latency.N*items), 1)
-		fmt.Printf("%-6d %-9s %10.0f %9s %9s %9s %7d %8.3fms %5.1f%%\n", round, name,
+		n := max(float64(r.Latency.N*items), 1)
+		perItem := u.cpu.BusySeconds * 1000 / n
+		fmt.Printf("%-6d %-9s %10.0f %9s %9s %9s %7d %8.3fms %5.1f%% %5.1f%% %9.3fms\n", round, name,
 			float64(r.Latency.N*items)/r.Elapsed.Seconds(), ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max),
-			r.Errors, perItem, u.cpu.Steal*100)
+			r.Errors, perItem, u.cpu.Busy*100, u.cpu.Steal*100, float64(u.stack.Microseconds())/1000/n)
 		return perItem
 	}
 	for round := 1; round <= rounds; round++ {
@@ -220,12 +236,17 @@ func cleanupBatches(insp *asynq.Inspector, pool *pgxpool.Pool, orgID string, sin
 
 // usage is what one load cost: the whole machine's CPU (every process: the stack, Postgres,
 // Redis and this load generator), which steal from neighbours does not inflate the way it
-// inflates latency, and the write-ahead log Postgres wrote (every write the machine's disk
-// must take, full-page images included).
+// inflates latency, the CPU of the stack's own processes (-stack-pids), which other tenants
+// of the host do not inflate either, and the write-ahead log Postgres wrote (every write
+// the machine's disk must take, full-page images included).
 type usage struct {
 	cpu      hostcpu.Usage
+	stack    time.Duration
 	walBytes int64
 }
+
+// stackPIDs are the processes whose CPU is the stack's (-stack-pids).
+var stackPIDs []int
 
 func measured(pool *pgxpool.Pool, run func() load.Result) (load.Result, usage) {
 	wal := func() int64 {
@@ -234,10 +255,12 @@ func measured(pool *pgxpool.Pool, run func() load.Result) (load.Result, usage) {
 		return n
 	}
 	c0, err0 := hostcpu.Read()
+	s0, _ := hostcpu.Processes(stackPIDs...)
 	w0 := wal()
 	r := run()
 	c1, err1 := hostcpu.Read()
-	u := usage{walBytes: wal() - w0}
+	s1, _ := hostcpu.Processes(stackPIDs...)
+	u := usage{walBytes: wal() - w0, stack: s1 - s0}
 	if err0 == nil && err1 == nil {
 		u.cpu = c1.Since(c0)
 	}

@@ -93,3 +93,53 @@ func Process(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
+
+// Processes is the CPU time used so far by the processes pids and their direct children
+// (Postgres's backends are the children of its postmaster): what a benchmark on a shared
+// host reports as its stack's cost, which other tenants' load does not inflate. A child
+// that exited is not counted; one that did not exist at an earlier reading counts from its
+// start.
+func Processes(pids ...int) (time.Duration, error) {
+	want := map[int]bool{}
+	for _, p := range pids {
+		want[p] = true
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if !want[pid] && !want[parent(pid)] {
+			continue
+		}
+		d, err := Process(pid)
+		if err != nil {
+			continue // exited since the directory was read
+		}
+		total += d
+	}
+	return total, nil
+}
+
+// parent is a process's parent id, or 0 when it cannot be read.
+func parent(pid int) int {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}

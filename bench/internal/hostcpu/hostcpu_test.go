@@ -2,6 +2,7 @@ package hostcpu
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -43,5 +44,40 @@ func TestProcessCountsOwnTime(t *testing.T) {
 	}
 	if _, err := Process(-1); err == nil {
 		t.Fatal("no error for a process that cannot exist")
+	}
+}
+
+func TestProcessesCountsChildren(t *testing.T) {
+	child := exec.Command("sh", "-c", "while :; do :; done")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+	})
+	own, err := Process(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the spinning child used no CPU within 10s")
+		}
+		kid, err := Process(child.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kid >= 50*time.Millisecond {
+			break // the child has used CPU of its own
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	both, err := Processes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if both < own+50*time.Millisecond {
+		t.Fatalf("process and children %s; the process alone had %s and its child at least 50ms", both, own)
 	}
 }

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -51,6 +52,7 @@ type App struct {
 	Callbacks  *callback.Sender
 
 	client    *asynq.Client
+	batch     *batchQueue
 	inspector *asynq.Inspector
 	events    *event.Background
 }
@@ -58,6 +60,7 @@ type App struct {
 // New builds the dispatcher; call Start.
 func New(o Options) *App {
 	client := asynq.NewClient(o.Asynq)
+	batch := newBatchQueue(o.Asynq, o.Log)
 	inspector := asynq.NewInspector(o.Asynq)
 	reg := registry.New(o.DB, o.Log)
 	tracker := &queueinfo.Tracker{Inspector: inspector, Redis: o.Redis, Log: o.Log}
@@ -70,6 +73,9 @@ func New(o Options) *App {
 		Governor:  &governance.Governor{Quota: &governance.StoreQuota{DB: o.DB}},
 		Retention: o.TaskRetention, Resolver: o.Resolver, Redis: o.Redis,
 	}
+	if batch != nil {
+		svc.BatchQueue = batch.client
+	}
 	return &App{
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
 			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
@@ -78,7 +84,7 @@ func New(o Options) *App {
 		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Log: o.Log,
 			Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
 		Callbacks: &callback.Sender{DB: o.DB, Log: o.Log, Every: o.CallbackEvery, Resolver: o.Resolver},
-		client:    client, inspector: inspector, events: events,
+		client:    client, batch: batch, inspector: inspector, events: events,
 	}
 }
 
@@ -104,5 +110,42 @@ func (a *App) Stop() {
 	a.Queues.Stop()
 	a.Registry.Stop()
 	_ = a.client.Close()
+	a.batch.close()
 	_ = a.inspector.Close()
+}
+
+// batchQueue is the asynq client batches enqueue through, on go-redis's autopipeliner: the
+// concurrent enqueues of a batch (asynq sends one task per call) leave as a few deep
+// pipelines instead of one round trip each. Only batches use it; single dispatches keep the
+// plain client.
+type batchQueue struct {
+	client *asynq.Client
+	auto   *redis.AutoPipeliner
+	rdb    io.Closer
+}
+
+// newBatchQueue returns nil, and batches use the plain client, when the connection has no
+// autopipeliner (a failover client).
+func newBatchQueue(opt asynq.RedisConnOpt, log *slog.Logger) *batchQueue {
+	rdb, ok := opt.MakeRedisClient().(interface {
+		io.Closer
+		AutoPipeline() (*redis.AutoPipeliner, error)
+	})
+	if !ok {
+		return nil
+	}
+	auto, err := rdb.AutoPipeline()
+	if err != nil {
+		log.Warn("batches enqueue without autopipelining", "error", err)
+		_ = rdb.Close()
+		return nil
+	}
+	return &batchQueue{client: asynq.NewClientFromRedisClient(auto), auto: auto, rdb: rdb}
+}
+
+func (b *batchQueue) close() {
+	if b != nil {
+		_ = b.auto.Close() // the asynq client shares the connection and cannot close it
+		_ = b.rdb.Close()
+	}
 }

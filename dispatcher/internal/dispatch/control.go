@@ -123,7 +123,7 @@ func (s *Service) Requeue(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.enqueue(ctx, e.OrgID, e.ID, e.Queue, run.Priority(e.Priority),
+	return s.enqueue(ctx, s.Queue, e.OrgID, e.ID, e.Queue, run.Priority(e.Priority),
 		time.Duration(e.TimeoutSeconds)*time.Second, e.MaxRetries)
 }
 

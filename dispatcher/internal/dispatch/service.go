@@ -60,6 +60,10 @@ type Service struct {
 	Resolver netguard.Resolver
 	// Redis, when set, lets enqueue register a queue again after Redis lost its data.
 	Redis redis.UniversalClient
+	// BatchQueue enqueues the tasks of batches, many at once: an asynq client over go-redis's
+	// autopipeliner, so that the concurrent enqueues of a batch share round trips. Default
+	// Queue.
+	BatchQueue Enqueuer
 
 	group     committer
 	snapshots snapshots
@@ -171,7 +175,7 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 		return Result{}, dbError(err)
 	}
 	if j.status == run.Queued {
-		if err := s.enqueueJob(ctx, j); err != nil {
+		if err := s.enqueueJob(ctx, s.Queue, j); err != nil {
 			s.takeBack(ctx, p.OrgID, j.runID)
 			return Result{}, queueUnavailable(err)
 		}
@@ -212,9 +216,9 @@ func (s *Service) RateLimit(ctx context.Context, org store.Org, userID string, n
 		SetHeader("Retry-After", strconv.Itoa(retry))
 }
 
-// enqueue puts a run's task on its queue. The task id is the run id, so a second enqueue
-// of the same run (a retried approval, the reconciler) never creates a second task.
-func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, priority run.Priority,
+// enqueue puts a run's task on its queue through q. The task id is the run id, so a second
+// enqueue of the same run (a retried approval, the reconciler) never creates a second task.
+func (s *Service) enqueue(ctx context.Context, q Enqueuer, orgID, runID, queueName string, priority run.Priority,
 	timeout time.Duration, maxRetry int) error {
 	task, err := queue.NewRunTask(queue.Enqueue{
 		RunID: runID, OrgID: orgID, Queue: queueName, Priority: priority,
@@ -223,7 +227,7 @@ func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, p
 	if err != nil {
 		return err
 	}
-	_, err = s.Queue.EnqueueContext(ctx, task)
+	_, err = q.EnqueueContext(ctx, task)
 	if !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return err
 	}
@@ -250,7 +254,7 @@ func (s *Service) enqueue(ctx context.Context, orgID, runID, queueName string, p
 	if err := s.Tasks.DeleteTask(tier, runID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
 		return fmt.Errorf("removing finished task of run %s: %w", runID, err)
 	}
-	_, err = s.Queue.EnqueueContext(ctx, task)
+	_, err = q.EnqueueContext(ctx, task)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil
 	}
