@@ -149,8 +149,8 @@ func main() {
 // runRates drives the floor and single dispatch at each fixed rate, open loop.
 func runRates(ctx context.Context, pool *pgxpool.Pool, insp *asynq.Inspector, rates []float64, dur time.Duration,
 	inflight int, maxP99 time.Duration, floor, dispatch func(context.Context) error) {
-	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s %10s %6s %8s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max",
-		"errors", "cpu/op", "steal", "wal/op")
+	fmt.Printf("%-9s %-8s %9s %9s %9s %9s %9s %7s %10s %6s %8s %9s\n", "op", "rate/s", "achieved", "p50", "p99", "p99.9", "max",
+		"errors", "cpu/op", "steal", "wal/op", "stack/op")
 	best := 0.0
 	for _, rate := range rates {
 		f, fcpu := measured(pool, func() load.Result { return load.Run(ctx, rate, dur, inflight, floor) })
@@ -274,9 +274,9 @@ func ops(r load.Result) float64 { return max(r.Achieved*r.Elapsed.Seconds(), 1) 
 
 func print(name string, r load.Result, u usage) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
-	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d %8.2fms %5.1f%% %6.1fKB\n", name, r.Rate, r.Achieved,
+	fmt.Printf("%-9s %-8.0f %9.0f %9s %9s %9s %9s %7d %8.2fms %5.1f%% %6.1fKB %7.3fms\n", name, r.Rate, r.Achieved,
 		ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.P999), ms(r.Latency.Max), r.Errors, perOp(u, r),
-		u.cpu.Steal*100, float64(u.walBytes)/1024/ops(r))
+		u.cpu.Steal*100, float64(u.walBytes)/1024/ops(r), float64(u.stack.Microseconds())/1000/ops(r))
 }
 
 func ratio(a, b time.Duration) float64 {
@@ -286,8 +286,9 @@ func ratio(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
-// prepare registers the bench queue and skill and lifts the rate limits; it returns the
-// organisation id and a function restoring the limits.
+// prepare registers the bench queue and skill and lifts the rate limits and the backlog cap
+// (the bench's runs are never consumed); it returns the organisation id and a function
+// restoring them.
 func prepare(api *client) (string, func()) {
 	ctx := context.Background()
 	mustOK(api.do(ctx, http.MethodPut, "/api/v1/admin/queues/bench",
@@ -299,15 +300,16 @@ func prepare(api *client) (string, func()) {
 		fail(err.Error())
 	}
 	var org struct {
-		ID      string `json:"id"`
-		OrgRPM  int    `json:"orgRpm"`
-		UserRPM int    `json:"userRpm"`
+		ID         string `json:"id"`
+		OrgRPM     int    `json:"orgRpm"`
+		UserRPM    int    `json:"userRpm"`
+		MaxBacklog int    `json:"maxBacklog"`
 	}
 	_ = json.Unmarshal(raw, &org)
-	mustOK(api.do(ctx, http.MethodPatch, "/api/v1/admin/org", []byte(`{"orgRpm":0,"userRpm":0}`)))
+	mustOK(api.do(ctx, http.MethodPatch, "/api/v1/admin/org", []byte(`{"orgRpm":0,"userRpm":0,"maxBacklog":0}`)))
 	return org.ID, func() {
 		mustOK(api.do(ctx, http.MethodPatch, "/api/v1/admin/org",
-			[]byte(fmt.Sprintf(`{"orgRpm":%d,"userRpm":%d}`, org.OrgRPM, org.UserRPM))))
+			[]byte(fmt.Sprintf(`{"orgRpm":%d,"userRpm":%d,"maxBacklog":%d}`, org.OrgRPM, org.UserRPM, org.MaxBacklog))))
 	}
 }
 
