@@ -243,3 +243,53 @@ func TestBatchBacklogChargedOnce(t *testing.T) {
 	require.Equal(t, 1, b.count(`SELECT count(*) FROM runs`), "only the held run is written")
 	require.Equal(t, []string{"202", "202", "202"}, b.batch(b.key, good, good, good).codes())
 }
+
+// TestBatchItemAnswersAsSingleDispatch: every check a single dispatch makes, a batch item
+// passes too — the two share one pipeline. Each body is sent alone and as a batch item, and
+// the answers must agree on status, code and failing fields.
+func TestBatchItemAnswersAsSingleDispatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bodies := []string{
+		`{"job_type":"demo_llm","payload":{"prompt":"a"}}`,
+		`{"job_type":"demo_llm","payload":"a"}`,
+		`{"job_type":"demo_llm","payload":{}}`,
+		`{"job_type":"demo_llm","payload":{"messages":"hello"}}`,
+		`{"job_type":"demo_llm","user_id":"a\u0000b","payload":{"prompt":"a"}}`,
+		`{"job_type":"demo_llm","payload":{"prompt":"a\u0000"}}`,
+		`{"job_type":"demo_llm","priority":"urgent","payload":{"prompt":"a"}}`,
+		`{"job_type":"nope","payload":{"prompt":"a"}}`,
+		`{"job_type":"demo_us_only","payload":{"prompt":"a"}}`,
+		`{"job_type":"demo_llm","callback_url":"http://169.254.169.254/x","payload":{"prompt":"a"}}`,
+	}
+	answer := func(status int, code string, ctx map[string]any) string {
+		out := strconv.Itoa(status) + " " + code
+		if fields, ok := ctx["fields"].([]any); ok {
+			for _, f := range fields {
+				m := f.(map[string]any)
+				out += " " + m["field"].(string) + ":" + m["rule"].(string)
+			}
+		}
+		return out
+	}
+	var single []string
+	for _, body := range bodies {
+		status, res := b.dispatch(body)
+		code, _ := res["code"].(string)
+		ctx, _ := res["context"].(map[string]any)
+		single = append(single, answer(status, code, ctx))
+	}
+	status, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch/batch", `{"items":[`+strings.Join(bodies, ",")+`]}`)
+	require.Equal(t, http.StatusMultiStatus, status, "%v", res)
+	var batched []string
+	for _, it := range res["items"].([]any) {
+		item := it.(map[string]any)
+		code, ctx := "", map[string]any{}
+		if e, ok := item["error"].(map[string]any); ok {
+			code = e["code"].(string)
+			ctx, _ = e["context"].(map[string]any)
+		}
+		batched = append(batched, answer(int(item["status"].(float64)), code, ctx))
+	}
+	require.Equal(t, single, batched)
+}
