@@ -127,7 +127,7 @@ type Result struct {
 type Options struct {
 	// BatchID links the run to a batch.
 	BatchID string
-	// SkipRateLimit is set when the caller has already charged the rate limit (batches).
+	// SkipRateLimit is set when the caller has already charged the rate limit.
 	SkipRateLimit bool
 }
 
