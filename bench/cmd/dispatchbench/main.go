@@ -111,7 +111,9 @@ func main() {
 	defer cleanup(insp, pool)
 
 	// The floor's runs have the shape the dispatcher writes: a reference to a skill snapshot
-	// stored once, not a copy of it.
+	// stored once, not a copy of it. They name the queue their tasks are on, so that the
+	// dispatcher's reconciler, finding the task, leaves them alone while they wait for the
+	// clean-up.
 	digest, err := floorSnapshot(ctx, pool, orgID)
 	if err != nil {
 		fail("db: " + err.Error())
@@ -120,7 +122,7 @@ func main() {
 		id := ids.New() // as the dispatcher makes them
 		if _, err := pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version,
 			skill_snapshot_digest, execution_type, queue, status, payload) VALUES ($1, $2, $3, 'bench_floor', 1, $4,
-			'llm_only', 'bench', 'queued', '{"prompt":"x"}')`, id, orgID, ids.New(), digest); err != nil {
+			'llm_only', 'benchfloor', 'queued', '{"prompt":"x"}')`, id, orgID, ids.New(), digest); err != nil {
 			return err
 		}
 		_, err := aq.EnqueueContext(ctx, asynq.NewTask("run:execute", []byte(`{}`), asynq.TaskID(id), asynq.Queue("benchfloor:normal")))
