@@ -33,10 +33,28 @@ type batchAnswer struct {
 				Detector string `json:"detector"`
 			} `json:"holdReasons"`
 		} `json:"result"`
-		Error *struct {
-			Code string `json:"code"`
-		} `json:"error"`
+		Error *itemError `json:"error"`
 	} `json:"items"`
+}
+
+// itemError is an item's error body.
+type itemError struct {
+	Code    string `json:"code"`
+	Context struct {
+		Fields []struct {
+			Field string `json:"field"`
+			Rule  string `json:"rule"`
+		} `json:"fields"`
+	} `json:"context"`
+}
+
+// Fields lists the failing fields as "field:rule".
+func (e *itemError) Fields() []string {
+	var out []string
+	for _, f := range e.Context.Fields {
+		out = append(out, f.Field+":"+f.Rule)
+	}
+	return out
 }
 
 // batch posts items (JSON objects) as one batch and decodes the 207.
@@ -86,7 +104,7 @@ func TestBatchAnswersEveryItemOnItsOwn(t *testing.T) {
 		`{"job_type":"demo_llm","payload":"not an object"}`,
 		`{"job_type":"demo_llm","payload":{},"colour":"red"}`,
 		`{"job_type":"demo_critical","payload":{"prompt":"b"}}`,
-		`{"job_type":"demo_high_risk","payload":{"text":"write to ann@example.com"}}`,
+		`{"job_type":"demo_high_risk","payload":{"prompt":"write to ann@example.com"}}`,
 		`{"job_type":"demo_us_only","payload":{"prompt":"c"}}`,
 		`{"job_type":"demo_llm","payload":{"prompt":"d"},"idempotency_key":"earlier"}`,
 		`{"job_type":"nope","payload":{"prompt":"e"}}`,

@@ -52,9 +52,6 @@ func TestNULIsRefusedNotRetried(t *testing.T) {
 			`{"job_type":"demo_llm","user_id":"\u0000","payload":{"prompt":"x"}}`, "user_id"},
 		{"dispatch metadata", b.key, http.MethodPost, "/api/v1/dispatch",
 			`{"job_type":"demo_llm","payload":{"prompt":"x"},"metadata":{"correlation_id":"c\u0000"}}`, "metadata.correlation_id"},
-		{"batch item", b.key, http.MethodPost, "/api/v1/dispatch/batch",
-			`{"items":[{"job_type":"demo_llm","payload":{"prompt":"ok"}},{"job_type":"demo_llm","payload":{"prompt":"\u0000"}}]}`,
-			"items[1].payload.prompt"},
 		{"skill", admin, http.MethodPut, "/api/v1/skills/nul_skill",
 			`{"job_type":"nul_skill","execution_type":"llm_only","description":"bad\u0000"}`, "description"},
 		{"key", admin, http.MethodPost, "/api/v1/admin/keys", `{"name":"k\u0000","roles":["viewer"]}`, "name"},
@@ -78,6 +75,11 @@ func TestNULIsRefusedNotRetried(t *testing.T) {
 	require.Zero(t, b.count(`SELECT count(*) FROM queues WHERE name = 'nulq'`))
 	require.Zero(t, b.count(`SELECT count(*) FROM reviews`))
 	require.Equal(t, 2, b.count(`SELECT count(*) FROM api_keys`), "the test's two keys, no third")
+
+	// In a batch the item is refused on its own, as if it had been sent alone.
+	a := b.batch(b.key, `{"job_type":"demo_llm","payload":{"prompt":"ok"}}`, `{"job_type":"demo_llm","payload":{"prompt":"\u0000"}}`)
+	require.Equal(t, []string{"202", "400 VALIDATION_FAILED"}, a.codes())
+	require.Equal(t, []string{"payload.prompt:nul"}, a.Items[1].Error.Fields())
 }
 
 // TestDataErrorsAreNotOutages covers the safety net: a value PostgreSQL refuses as invalid
@@ -205,8 +207,6 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 		{b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"demo_critical","job_type":"demo_llm","payload":{"prompt":"x"}}`, "job_type"},
 		{b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"demo_llm","payload":{"messages":[{"role":"user","content":"a","content":"b"}]}}`,
 			"payload.messages[0].content"},
-		{b.key, http.MethodPost, "/api/v1/dispatch/batch", `{"items":[{"job_type":"demo_llm","payload":{"prompt":"a","prompt":"b"}}]}`,
-			"items[0].payload.prompt"},
 		{admin, http.MethodPut, "/api/v1/skills/demo_llm", `{"job_type":"demo_llm","execution_type":"llm_only","risk_level":"critical","risk_level":"minimal"}`,
 			"risk_level"},
 		{admin, http.MethodPatch, "/api/v1/admin/org", `{"orgRpm":1,"orgRpm":2}`, "orgRpm"},
@@ -216,6 +216,12 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 		rules, _ := fields(t, code, res)
 		require.Equal(t, map[string]string{tc.field: "duplicate_key"}, rules, tc.body)
 	}
+	// In a batch the item is refused on its own; the batch's own members are checked too.
+	a := b.batch(b.key, `{"job_type":"demo_llm","payload":{"prompt":"a","prompt":"b"}}`)
+	require.Equal(t, []string{"payload.prompt:duplicate_key"}, a.Items[0].Error.Fields())
+	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch/batch", `{"items":[],"items":[{"job_type":"demo_llm","payload":{"prompt":"a"}}]}`)
+	rules, _ := fields(t, code, res)
+	require.Equal(t, map[string]string{"items": "duplicate_key"}, rules)
 	require.Zero(t, b.count(`SELECT count(*) FROM runs`))
 }
 

@@ -20,7 +20,7 @@ import (
 
 func (s *Server) dispatchBatch(c echo.Context) error {
 	var req dispatch.BatchRequest
-	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
+	if err := dispatch.DecodeBatch(c.Request().Body, s.Validator, &req); err != nil {
 		return err
 	}
 	res, err := s.Dispatch.DispatchBatch(c.Request().Context(), principal(c), s.Validator, req)

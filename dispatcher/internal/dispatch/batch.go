@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +28,23 @@ const MaxBatch = 500
 // decoded, validated and answered on its own.
 type BatchRequest struct {
 	Items []json.RawMessage `json:"items" validate:"required,min=1,max=500"`
+}
+
+// DecodeBatch reads the body of POST /api/v1/dispatch/batch as Decode does, except that what
+// is wrong inside an item's JSON — a NUL character, a member name given twice, text that is
+// not valid Unicode — is that item's 400, found when the item is decoded, as it would be if
+// the item were sent alone: one bad item never fails the others. What is wrong with the
+// batch's own JSON refuses the batch.
+func DecodeBatch(body io.Reader, v *Validator, dst *BatchRequest) error {
+	return decode(body, v, dst, func(b []byte) []FieldError {
+		var own []FieldError
+		for _, f := range checkBody(b) {
+			if !strings.HasPrefix(f.Field, "items[") {
+				own = append(own, f)
+			}
+		}
+		return own
+	})
 }
 
 // BatchItem is the answer for one item: its HTTP status and either the result or the error.

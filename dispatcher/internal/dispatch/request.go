@@ -159,7 +159,11 @@ func PayloadTooLarge(limit int64) *apierr.Error {
 // object, text that is not valid Unicode or holds a NUL (checkBody); values of the wrong
 // type and unknown members, every one of them (shapeErrors); and every field breaking a
 // validation rule. A body over the limit of http.MaxBytesReader is PAYLOAD_TOO_LARGE.
-func Decode(body io.Reader, v *Validator, dst any) error {
+func Decode(body io.Reader, v *Validator, dst any) error { return decode(body, v, dst, checkBody) }
+
+// decode is Decode with the check of the body's text given: DecodeBatch leaves what is wrong
+// inside an item to that item.
+func decode(body io.Reader, v *Validator, dst any, check func([]byte) []FieldError) error {
 	buf := bodies.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 64<<10 { // a rare large body is not kept
@@ -178,7 +182,7 @@ func Decode(body io.Reader, v *Validator, dst any) error {
 	case len(bytes.TrimSpace(b)) == 0:
 		return ValidationFailed([]FieldError{{Field: "$", Rule: "required", Message: "the body is empty"}})
 	}
-	if fields := checkBody(b); len(fields) > 0 {
+	if fields := check(b); len(fields) > 0 {
 		return ValidationFailed(fields)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
