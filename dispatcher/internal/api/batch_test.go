@@ -214,21 +214,6 @@ func TestBatchChargesRateLimitOnce(t *testing.T) {
 	require.Equal(t, []string{"429 RATE_LIMITED"}, one.codes())
 }
 
-// TestBatchItemPostgresRefusesStaysWithIt: an item whose data Postgres refuses (a NUL
-// character, which jsonb cannot hold) fails the batch's one transaction; the items are then
-// written one by one and only that item fails.
-func TestBatchItemPostgresRefusesStaysWithIt(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	a := b.batch(b.key, `{"job_type":"demo_llm","payload":{"prompt":"a"}}`,
-		`{"job_type":"demo_llm","payload":{"prompt":"b\u0000"}}`,
-		`{"job_type":"demo_llm","payload":{"prompt":"c"},"idempotency_key":"k"}`)
-	require.Equal(t, http.StatusAccepted, a.Items[0].Status)
-	require.NotEqual(t, http.StatusAccepted, a.Items[1].Status)
-	require.Equal(t, http.StatusAccepted, a.Items[2].Status)
-	require.Equal(t, 2, b.count(`SELECT count(*) FROM runs WHERE batch_id = $1`, a.BatchID))
-}
-
 // TestBatchEnqueueFailureTakesItsItemsBack: when Redis refuses the enqueues, the queued
 // items answer 503 and their runs, spans and events are removed; a held item needs no
 // queue and is accepted.

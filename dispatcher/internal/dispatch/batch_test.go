@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,11 +14,12 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
-// TestBatchWriteKeyTakenMeanwhile covers the race the batch's key lookup cannot see: another
-// request takes an item's idempotency key between the lookup and the write. The batch's one
-// transaction then fails whole; the items are written one by one, the item with the taken key
-// is reported as a duplicate and the others are written.
-func TestBatchWriteKeyTakenMeanwhile(t *testing.T) {
+// TestBatchWriteFailureStaysWithItsJob: when a statement of the batch's one transaction
+// fails, the items are written one by one and each failure stays with its item. Two causes:
+// the race the batch's key lookup cannot see (another request takes an item's idempotency key
+// between the lookup and the write), reported as a duplicate; and data Postgres refuses (a
+// NUL character in jsonb, which request checks refuse earlier in the API).
+func TestBatchWriteFailureStaysWithItsJob(t *testing.T) {
 	t.Parallel()
 	_, pool := testkit.DB(t)
 	ctx := context.Background()
@@ -33,14 +35,21 @@ func TestBatchWriteKeyTakenMeanwhile(t *testing.T) {
 		return &job{req: Request{IdempotencyKey: key}, orgID: orgID, snap: snap, rows: *w, event: env,
 			runID: env.JobID}
 	}
-	jobs := []*job{newJob(""), newJob("k"), newJob("fresh")}
+	refused := newJob("")
+	refused.rows.runs = store.RunBatch{}
+	refused.rows.runs.Add(store.NewRun{ID: refused.runID, OrgID: orgID, TraceID: ids.New(), JobType: "noop",
+		SkillVersion: 1, SkillSnapshotDigest: snap.Digest, ExecutionType: "llm_only", Queue: "default",
+		Priority: "normal", Status: "queued", Payload: []byte(`{"n":"\u0000"}`)})
+	jobs := []*job{newJob(""), newJob("k"), refused, newJob("fresh")}
 	batchID := ids.New()
-	failed, err := s.writeBatch(ctx, batchID, orgID, 3, jobs)
+	failed, err := s.writeBatch(ctx, batchID, orgID, 4, jobs)
 	require.NoError(t, err)
-	require.Equal(t, map[*job]error{jobs[1]: store.ErrDuplicate}, failed)
+	require.Len(t, failed, 2)
+	require.ErrorIs(t, failed[jobs[1]], store.ErrDuplicate)
+	require.Equal(t, http.StatusBadRequest, dbError(failed[refused]).Status, "%v", failed[refused])
 	var runs, batches int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs WHERE id = ANY($1::uuid[])),
-		(SELECT count(*) FROM batches WHERE id = $2)`, []string{jobs[0].runID, jobs[2].runID}, batchID).Scan(&runs, &batches))
+		(SELECT count(*) FROM batches WHERE id = $2)`, []string{jobs[0].runID, jobs[3].runID}, batchID).Scan(&runs, &batches))
 	require.Equal(t, []int{2, 1}, []int{runs, batches})
 	require.False(t, jobs[0].event.TS.IsZero(), "the envelope carries its journaled time")
 }
