@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 
 // An organisation's backlog is capped: past maxBacklog runs queued or running, a dispatch
@@ -61,4 +62,24 @@ func TestBacklogCap(t *testing.T) {
 		code, _ := b.do(b.key, http.MethodPost, "/api/v1/dispatch", body)
 		return code == http.StatusAccepted
 	}, "the backlog to make room")
+}
+
+// A skill of an execution type this version does not run is refused at dispatch: never a
+// 202 for work that will not run.
+func TestUnrunnableExecutionTypeIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, _, err := skill.Put(context.Background(), b.pool, b.orgID, skill.Skill{JobType: "later", ExecutionType: "autonomous",
+		RoutingHint: "default", Enabled: true}, "test")
+	require.NoError(t, err)
+	waitFor(t, func() bool {
+		sk, _, err := b.app.Registry.Skill(context.Background(), b.orgID, "later")
+		return err == nil && sk.ExecutionType == "autonomous"
+	}, "the registry to see the skill")
+	code, out := b.do(b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"later","payload":{"goal":"x"}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, code, "%v", out)
+	require.Equal(t, "UNSUPPORTED_EXECUTION_TYPE", out["code"])
+	var runs int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&runs))
+	require.Zero(t, runs)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -59,6 +60,13 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, org store.Org, r
 	}
 	if err != nil {
 		return nil, dbError(err)
+	}
+	if !run.ExecutionType(sk.ExecutionType).Runnable() {
+		return nil, apierr.New(http.StatusUnprocessableEntity, "UNSUPPORTED_EXECUTION_TYPE",
+			fmt.Sprintf("The skill bound to %q has execution type %q, which this version of the platform does not run yet; nothing was accepted.",
+				req.JobType, sk.ExecutionType),
+			"Bind the job type to an llm_only or tool_using skill.").
+			With("job_type", req.JobType, "execution_type", sk.ExecutionType)
 	}
 	q, err := s.Registry.Queue(ctx, sk.Queue)
 	if err != nil {
