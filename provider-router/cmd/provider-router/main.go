@@ -33,6 +33,7 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/config"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/credential"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/estimate"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
@@ -278,15 +279,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 			log.Warn("writing the last token statistics", "error", err)
 		}
 	}()
-	usage := ledger.NewWriter(pool, log, 10000)
-	usage.Start()
+	usage := ledger.New(pool, rdb, log, ledger.Options{ClaimIdle: cfg.LedgerClaimIdle, Metrics: metrics.LedgerMetrics()})
+	if err := usage.Start(ctx); err != nil {
+		return err
+	}
+	steps := handoff.New(rdb, log, handoff.Options{AnswerTTL: cfg.AnswerTTL, ClaimTTL: cfg.StepClaimTTL})
+	if err := steps.Start(ctx); err != nil {
+		return err
+	}
 	srv := &server.Server{
 		DB: pool, ServiceKey: strings.TrimSpace(string(key)), AllowedCallers: cfg.AllowedCallers,
 		Routes: &routing.Resolver{DB: pool}, Prices: &pricing.Table{DB: pool},
 		Credentials: &credential.Store{DB: pool, Ring: ring},
 		Limiter:     lim, Estimator: est, Breakers: server.NewBreakers(breaker.Options{}, metrics),
 		Budget: &budget.Guard{RDB: rdb, Store: budget.PGStore{DB: pool}},
-		Ledger: usage, Log: log, Metrics: metrics, MaxWait: cfg.MaxWait, DefaultMaxTokens: cfg.DefaultMaxTokens,
+		Ledger: usage, Handoff: steps, Log: log, Metrics: metrics, MaxWait: cfg.MaxWait, DefaultMaxTokens: cfg.DefaultMaxTokens,
 		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 90 * time.Second}},
 	}
 	watcher := &registry.Watcher{DB: pool, Log: log, OnChange: srv.OnRegistryChange, OnReset: srv.OnRegistryReset}
@@ -324,15 +331,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 		err = fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	case <-ctx.Done():
 	}
-	// Shutdown order: stop accepting calls, let in-flight ones finish and their
-	// bookkeeping run, then flush the ledger; the deferred stops follow (watcher, limiter,
-	// Redis).
+	// Shutdown order: stop accepting calls, let in-flight ones finish (each recorded its
+	// usage entry before answering) and their bookkeeping run, then stop the ledger's mover
+	// (what it has not moved stays in Redis for the other replicas or the next start) and
+	// store any entries held in memory; the deferred stops follow (watcher, limiter, Redis).
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if serr := httpSrv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
 	srv.Wait()
-	usage.Stop()
+	usage.Stop(shutdownCtx)
 	return err
 }

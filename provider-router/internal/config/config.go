@@ -48,6 +48,15 @@ type Config struct {
 	// from a bucket at once to admit calls locally while the bucket has plenty of headroom
 	// (docs/rate-limits.md, "Local admission"); 0 turns local admission off; default 64.
 	ShareRequests int
+	// AnswerTTL is SWITCHYARD_ROUTER_ANSWER_TTL, how long the answer of a call naming its
+	// (job, step) pair is kept for a repeated call of the pair; default 24h.
+	AnswerTTL time.Duration
+	// StepClaimTTL is SWITCHYARD_ROUTER_STEP_CLAIM_TTL, how long a (job, step) pair stays
+	// claimed by a replica that died mid-call before a waiting call takes it over; default 30s.
+	StepClaimTTL time.Duration
+	// LedgerClaimIdle is SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE, how long a usage entry one
+	// replica read stays unwritten before another replica takes it over; default 30s.
+	LedgerClaimIdle time.Duration
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
 }
@@ -83,8 +92,18 @@ func FromEnv(serve bool) (Config, error) {
 		LogLevel:       cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
 	}
 	var err error
-	if c.MaxWait, err = time.ParseDuration(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_MAX_WAIT"), "2m")); err != nil || c.MaxWait <= 0 {
-		return c, fmt.Errorf("SWITCHYARD_ROUTER_MAX_WAIT: %q is not a positive duration like 2m", os.Getenv("SWITCHYARD_ROUTER_MAX_WAIT"))
+	for _, d := range []struct {
+		to       *time.Duration
+		name, by string
+	}{
+		{&c.MaxWait, "SWITCHYARD_ROUTER_MAX_WAIT", "2m"},
+		{&c.AnswerTTL, "SWITCHYARD_ROUTER_ANSWER_TTL", "24h"},
+		{&c.StepClaimTTL, "SWITCHYARD_ROUTER_STEP_CLAIM_TTL", "30s"},
+		{&c.LedgerClaimIdle, "SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE", "30s"},
+	} {
+		if *d.to, err = time.ParseDuration(cmp.Or(os.Getenv(d.name), d.by)); err != nil || *d.to <= 0 {
+			return c, fmt.Errorf("%s: %q is not a positive duration like %s", d.name, os.Getenv(d.name), d.by)
+		}
 	}
 	if c.DefaultMaxTokens, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"), "4096")); err != nil || c.DefaultMaxTokens <= 0 {
 		return c, fmt.Errorf("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS: %q is not a positive integer", os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"))

@@ -1,21 +1,28 @@
-// Package ledger writes one usage row per LLM call, off the request's critical path: calls
-// hand entries to a buffered writer that batches them into Postgres (COPY) together with
-// the organisation's monthly token counter. When the buffer is full the caller writes its
-// own entry rather than drop it: billing data is never lost to keep latency low.
+// Package ledger keeps one usage row per paid provider call, and loses none.
+//
+// Record appends the call's entry to a Redis stream synchronously, before the caller gets
+// its answer (Redis persists it with its append-only file); a mover in every router
+// replica reads the stream through one consumer group and writes the entries to Postgres
+// in batches, idempotently (a unique call key; the organisation's monthly token counter
+// grows only by the rows actually inserted, in the same statement), and acknowledges them
+// only after the commit. Entries a dead replica had read but not written are claimed by
+// the others (XAUTOCLAIM). When Redis refuses an entry it is written to Postgres at once;
+// when both refuse it, it is held in memory and retried until one takes it.
 package ledger
 
 import (
-	"context"
-	"log/slog"
-	"sync"
+	"crypto/rand"
+	"encoding/json"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Entry is one LLM call.
+// Entry is one paid provider call.
 type Entry struct {
+	// CallKey identifies the call: a second write of the same entry is a no-op. Record
+	// fills a random one when empty; see CallKey.
+	CallKey string `json:"call_key"`
+	// StepKey is the call's position in its run (X-Step-Key), empty when not sent.
+	StepKey                                string `json:"step_key,omitempty"`
 	OrgID, UserID, RunID, ChainID, JobType string
 	Provider, Model                        string
 	TokensIn, TokensOut, TokensCached      int64
@@ -24,116 +31,23 @@ type Entry struct {
 	At                                     time.Time
 }
 
-// Writer batches entries into Postgres.
-type Writer struct {
-	db     *pgxpool.Pool
-	log    *slog.Logger
-	in     chan Entry
-	flush  time.Duration
-	batch  int
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
-}
-
-// NewWriter returns a writer with a buffer of size entries; call Start and Stop.
-func NewWriter(db *pgxpool.Pool, log *slog.Logger, size int) *Writer {
-	return &Writer{db: db, log: log, in: make(chan Entry, size), flush: 100 * time.Millisecond, batch: 500}
-}
-
-// Start runs the background writer.
-func (w *Writer) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	w.wg.Go(func() { w.loop(ctx) })
-}
-
-// Stop writes what is buffered and returns.
-func (w *Writer) Stop() {
-	w.cancel()
-	w.wg.Wait()
-}
-
-// Record hands an entry to the writer; when the buffer is full it writes synchronously.
-func (w *Writer) Record(ctx context.Context, e Entry) {
-	if e.At.IsZero() {
-		e.At = time.Now().UTC()
+// CallKey is the unique key of a call that run runID made at step stepKey and that token
+// (the claim of that one upstream call) paid for. A call without a run or a step gets
+// token alone: it cannot be repeated under the same key.
+func CallKey(runID, stepKey, token string) string {
+	if runID == "" || stepKey == "" {
+		return token
 	}
-	select {
-	case w.in <- e:
-	default:
-		if err := w.write(ctx, []Entry{e}); err != nil {
-			w.log.Error("writing usage entry", "org_id", e.OrgID, "job_id", e.RunID, "error", err)
-		}
-	}
+	return runID + "/" + stepKey + "/" + token
 }
 
-func (w *Writer) loop(ctx context.Context) {
-	t := time.NewTicker(w.flush)
-	defer t.Stop()
-	var buf []Entry
-	flush := func() {
-		if len(buf) == 0 {
-			return
-		}
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := w.write(wctx, buf); err != nil {
-			w.log.Error("writing usage entries", "entries", len(buf), "error", err)
-		}
-		cancel()
-		buf = buf[:0]
-	}
-	for {
-		select {
-		case e := <-w.in:
-			buf = append(buf, e)
-			if len(buf) >= w.batch {
-				flush()
-			}
-		case <-t.C:
-			flush()
-		case <-ctx.Done():
-			for {
-				select {
-				case e := <-w.in:
-					buf = append(buf, e)
-				default:
-					flush()
-					return
-				}
-			}
-		}
-	}
-}
+// NewToken returns a random token for a call key.
+func NewToken() string { return rand.Text() }
 
-func (w *Writer) write(ctx context.Context, entries []Entry) error {
-	return pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		rows := make([][]any, len(entries))
-		months := map[[2]string]int64{}
-		for i, e := range entries {
-			rows[i] = []any{e.OrgID, e.UserID, nullUUID(e.RunID), nullUUID(e.ChainID), e.JobType, e.Provider, e.Model,
-				e.TokensIn, e.TokensOut, e.TokensCached, e.CostUSD, int32(e.Latency.Milliseconds()),
-				int32(e.QueueWait.Milliseconds()), e.At}
-			months[[2]string{e.OrgID, e.At.UTC().Format("2006-01") + "-01"}] += e.TokensIn + e.TokensOut
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"usage_ledger"}, []string{"org_id", "user_id", "run_id",
-			"chain_id", "job_type", "provider", "model", "tokens_in", "tokens_out", "tokens_cached", "cost_usd",
-			"latency_ms", "queue_wait_ms", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		for k, tokens := range months {
-			if _, err := tx.Exec(ctx, `INSERT INTO org_monthly_usage (org_id, month, tokens) VALUES ($1, $2, $3)
-				ON CONFLICT (org_id, month) DO UPDATE SET tokens = org_monthly_usage.tokens + EXCLUDED.tokens`,
-				k[0], k[1], tokens); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
+func (e Entry) encode() ([]byte, error) { return json.Marshal(e) }
 
-func nullUUID(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+func decode(raw string) (Entry, error) {
+	var e Entry
+	err := json.Unmarshal([]byte(raw), &e)
+	return e, err
 }

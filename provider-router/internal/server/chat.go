@@ -14,7 +14,6 @@ import (
 
 	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/estimate"
-	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/pricing"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
@@ -99,6 +98,26 @@ func (s *Server) chat(c echo.Context) (err error) {
 			return invalid("A cost ceiling needs the run's X-Job-ID.", "Send X-Job-ID with X-Cost-Ceiling-USD.", aichat.HeaderJobID)
 		}
 		runCeiling = &f
+	}
+	if err := checkIdentity(h); err != nil {
+		return err
+	}
+
+	// A step's call is made once: a repeated call gets the first one's answer, and the
+	// first runs to its end even when its caller goes away (the answer is handed over).
+	prior, err := s.beginStep(ctx, h, deadline)
+	if err != nil {
+		return err
+	}
+	if prior.Answer != nil {
+		return replay(c, prior.Answer)
+	}
+	step := prior.Call
+	defer step.Close(context.WithoutCancel(ctx))
+	if step != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = detach(ctx, deadline)
+		defer cancel()
 	}
 
 	route, err := s.Routes.Resolve(ctx, orgID, h.Get(aichat.HeaderRoutingHint),
@@ -219,18 +238,12 @@ func (s *Server) chat(c echo.Context) (err error) {
 	if priceErr == nil {
 		cost = price.Cost(in, outTok, cached)
 	}
-	err = c.JSON(http.StatusOK, answer{ChatCompletionResponse: resp.ChatCompletionResponse,
-		Billing: aichat.Billing{Provider: route.ProviderName, CostUSD: cost}})
+	err = s.answerPaid(ctx, c, route, answer{ChatCompletionResponse: resp.ChatCompletionResponse,
+		Billing: aichat.Billing{Provider: route.ProviderName, CostUSD: cost}},
+		paid{in: in, out: outTok, cached: cached, cost: cost}, out, step)
 
 	// Bookkeeping after the answer: each step only returns capacity or corrects an
 	// estimate, and holding a reservation a few milliseconds longer errs on the safe side.
-	queueWait, _ := strconv.ParseInt(h.Get(aichat.HeaderQueueWaitMS), 10, 64)
-	entry := ledger.Entry{
-		OrgID: orgID, UserID: h.Get(aichat.HeaderUserID), RunID: h.Get(aichat.HeaderJobID),
-		ChainID: h.Get(aichat.HeaderChainID), JobType: h.Get(aichat.HeaderJobType),
-		Provider: route.ProviderName, Model: route.Model, TokensIn: in, TokensOut: outTok, TokensCached: cached,
-		CostUSD: cost, Latency: out.latency, QueueWait: time.Duration(queueWait)*time.Millisecond + out.waited,
-	}
 	s.Metrics.billed(route.ProviderName, route.Model, in, outTok, cached, cost)
 	s.after.Go(func() {
 		bctx := context.WithoutCancel(ctx)
@@ -250,7 +263,6 @@ func (s *Server) chat(c echo.Context) (err error) {
 			}
 		}
 		release(cost, in+outTok)
-		s.Ledger.Record(bctx, entry)
 	})
 	return err
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/switchyard-ai/switchyard/provider-router/internal/breaker"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 )
 
@@ -18,6 +20,8 @@ type Metrics struct {
 	gatherer prometheus.Gatherer
 	// Limiter is what the limiter reports into (limiter.Options.Metrics).
 	Limiter *limiter.PrometheusMetrics
+	// Ledger is what the usage ledger reports into (ledger.Options.Metrics).
+	Ledger *ledger.PrometheusMetrics
 
 	duration *prometheus.HistogramVec
 	upstream *prometheus.HistogramVec
@@ -26,6 +30,7 @@ type Metrics struct {
 	cost     *prometheus.CounterVec
 	breaker  *prometheus.GaugeVec
 	refusals *prometheus.CounterVec
+	steps    *prometheus.CounterVec
 }
 
 // NewMetrics registers the router's series (and the Go runtime's) on a new registry.
@@ -64,8 +69,12 @@ func NewMetrics() (*Metrics, error) {
 			Name: "switchyard_router_refusals_total",
 			Help: "Calls refused before or instead of reaching a provider, by error code (locks, budget, quota, limits, residency, routing).",
 		}, []string{"code"}),
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchyard_router_step_calls_total",
+			Help: "Calls naming a (job, step) pair, by outcome: claimed (this call calls the provider), replayed (the pair's stored answer), awaited (the answer of the pair's call in flight), taken_over (the call in flight failed or its replica died: this call calls the provider).",
+		}, []string{"outcome"}),
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.upstream, m.answers, m.tokens, m.cost, m.breaker, m.refusals,
+	for _, c := range []prometheus.Collector{m.duration, m.upstream, m.answers, m.tokens, m.cost, m.breaker, m.refusals, m.steps,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -76,7 +85,18 @@ func NewMetrics() (*Metrics, error) {
 		return nil, err
 	}
 	m.Limiter = lm
+	if m.Ledger, err = ledger.NewPrometheusMetrics(reg); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// LedgerMetrics returns what to hand ledger.Options.Metrics (nil-safe).
+func (m *Metrics) LedgerMetrics() ledger.Metrics {
+	if m == nil {
+		return nil
+	}
+	return m.Ledger
 }
 
 // LimiterMetrics returns what to hand limiter.Options.Metrics (nil-safe).
@@ -121,6 +141,23 @@ func (m *Metrics) breakerState(endpoint string, s breaker.State) {
 		v = 2
 	}
 	m.breaker.WithLabelValues(endpoint).Set(v)
+}
+
+// step counts what the hand-off store found for a call naming a pair.
+func (m *Metrics) step(r handoff.Result) {
+	if m == nil {
+		return
+	}
+	outcome := "claimed"
+	switch {
+	case r.Answer != nil && r.Waited:
+		outcome = "awaited"
+	case r.Answer != nil:
+		outcome = "replayed"
+	case r.Waited:
+		outcome = "taken_over"
+	}
+	m.steps.WithLabelValues(outcome).Inc()
 }
 
 func (m *Metrics) refused(code string) {

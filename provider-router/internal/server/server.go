@@ -3,7 +3,8 @@
 // which routes an OpenAI-form request to the organisation's provider, checks residency,
 // cost ceilings and the token quota, waits for rate-limit capacity, calls the provider
 // with retries behind a circuit breaker, prices the answer and records it in the usage
-// ledger.
+// ledger before answering. A call naming its run's step (X-Step-Key) is made once: a
+// repeated or racing call of the same (job, step) pair gets the first call's answer.
 package server
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/credential"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/estimate"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
@@ -51,7 +53,8 @@ type Retry struct {
 // Server holds what the handlers need. Zero-valued optional parts switch their feature
 // off (for focused tests): no Verifier, no mTLS lock (only allowed on loopback plain
 // HTTP, see cmd/provider-router); no Limiter, no rate limits; no Budget, no ceilings or
-// quotas; no Credentials, no provider keys.
+// quotas; no Credentials, no provider keys; no Handoff, X-Step-Key is not acted on. The
+// Ledger is required.
 type Server struct {
 	DB             *pgxpool.Pool
 	ServiceKey     string
@@ -65,6 +68,7 @@ type Server struct {
 	Breakers       *breaker.Set
 	Budget         *budget.Guard
 	Ledger         *ledger.Writer
+	Handoff        *handoff.Store
 	HTTPClient     *http.Client
 	Log            *slog.Logger
 	Metrics        *Metrics

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,7 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/credential"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/estimate"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
@@ -88,6 +91,8 @@ type options struct {
 	breaker      breaker.Options
 	ring         *credential.KeyRing
 	shares       int // limiter.Allowance.Requests: 0, local admission off
+	// ledgerProxy puts a cuttable TCP proxy between the ledger and Postgres (bundle.pgProxy).
+	ledgerProxy bool
 }
 
 // bundle is one test's router (mTLS on) in front of sim-llm or a fake upstream.
@@ -104,14 +109,20 @@ type bundle struct {
 	client     *http.Client
 	logs       *syncBuffer
 	serviceKey string
+	dbURL      string
+	// pgProxy is the ledger's way to Postgres when options.ledgerProxy is set.
+	pgProxy *testkit.Proxy
 }
 
 func setup(t testing.TB, opts options) *bundle {
 	t.Helper()
-	_, pool := testkit.DB(t)
+	dbURL, pool := testkit.DB(t)
 	_, rdb := testkit.Redis(t)
-	b := &bundle{t: t, pool: pool, rdb: rdb, logs: &syncBuffer{}, serviceKey: "svc-" + rand.Text()}
+	b := &bundle{t: t, pool: pool, rdb: rdb, logs: &syncBuffer{}, serviceKey: "svc-" + rand.Text(), dbURL: dbURL}
 	ctx := context.Background()
+	if opts.ledgerProxy {
+		b.pgProxy = testkit.NewProxy(t, pool.Config().ConnConfig.Host+":"+strconv.Itoa(int(pool.Config().ConnConfig.Port)))
+	}
 
 	upstream := opts.upstream
 	if upstream == nil {
@@ -125,6 +136,9 @@ func setup(t testing.TB, opts options) *bundle {
 	}
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
+	if g, ok := upstream.(*gated); ok {
+		t.Cleanup(g.open) // before up.Close: a held answer would keep Close waiting
+	}
 
 	b.orgSlug = "org-" + strings.ToLower(rand.Text()[:8])
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO orgs (slug, name) VALUES ($1, 'Test') RETURNING id`, b.orgSlug).Scan(&b.orgID))
@@ -158,8 +172,10 @@ func (b *bundle) newServer(opts options) *server.Server {
 	require.NoError(t, lim.Start(context.Background()))
 	est, err := estimate.New(b.rdb, estimate.Options{})
 	require.NoError(t, err)
-	led := ledger.NewWriter(b.pool, log, 100)
-	led.Start()
+	led := ledger.New(b.ledgerPool(), b.rdb, log, ledger.Options{Linger: 10 * time.Millisecond, ClaimIdle: time.Second})
+	require.NoError(t, led.Start(context.Background()))
+	steps := handoff.New(b.rdb, log, handoff.Options{})
+	require.NoError(t, steps.Start(context.Background()))
 	roots, err := mtls.LoadPool(filepath.Join(devCA(t), mtls.CAFile))
 	require.NoError(t, err)
 	retry := opts.retry
@@ -173,14 +189,35 @@ func (b *bundle) newServer(opts options) *server.Server {
 		Credentials: &credential.Store{DB: b.pool, Ring: opts.ring},
 		Limiter:     lim, Estimator: est, Breakers: breaker.New(opts.breaker),
 		Budget: &budget.Guard{RDB: b.rdb, Store: budget.PGStore{DB: b.pool}},
-		Ledger: led, Log: log, Retry: retry, HTTPClient: &http.Client{},
+		Ledger: led, Handoff: steps, Log: log, Retry: retry, HTTPClient: &http.Client{},
 	}
 	t.Cleanup(func() {
 		s.Wait()
-		led.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		led.Stop(ctx)
 		lim.Stop()
 	})
 	return s
+}
+
+// ledgerPool is the pool the ledger writes with: through the proxy when there is one.
+func (b *bundle) ledgerPool() *pgxpool.Pool {
+	if b.pgProxy == nil {
+		return b.pool
+	}
+	cfg, err := pgxpool.ParseConfig(b.dbURL)
+	require.NoError(b.t, err)
+	host, port, err := net.SplitHostPort(b.pgProxy.Addr)
+	require.NoError(b.t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(b.t, err)
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(b.t, err)
+	b.t.Cleanup(pool.Close)
+	return pool
 }
 
 // serve starts a TLS listener for a replica (cleaned up before the replica's parts).

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRouterSIGKILLAfterAnswerKeepsLedgerEntries SIGKILLs the router right after it
+// answered a run of calls: every answered call's usage-ledger entry survives (it was in
+// Redis before the answer left), and the next router moves it into Postgres.
+func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true,
+		// Entries a dead router had read but not yet written are claimed after 1 s.
+		ExtraEnv: []string{"SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE=1s"}}})
+	var key []byte
+	for _, e := range b.Env {
+		if v, ok := strings.CutPrefix(e, "SWITCHYARD_SERVICE_KEY_FILE="); ok {
+			var err error
+			key, err = os.ReadFile(v)
+			require.NoError(t, err)
+		}
+	}
+	jobID := uuid.NewString()
+	const calls = 10
+	for i := range calls {
+		req, err := http.NewRequest(http.MethodPost, "http://"+b.RouterAddr+"/internal/ai/chat",
+			strings.NewReader(`{"max_tokens":20,"messages":[{"role":"user","content":"Count the ledger rows."}]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Service-Key", strings.TrimSpace(string(key)))
+		req.Header.Set("X-Caller-Service", "executor")
+		req.Header.Set("X-Org-ID", b.orgID)
+		req.Header.Set("X-Job-ID", jobID)
+		req.Header.Set("X-Step-Key", "llm/"+string(rune('a'+i)))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	b.kill(t, "provider-router", syscall.SIGKILL)
+
+	rows := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM usage_ledger WHERE run_id = $1`, jobID).Scan(&n))
+		return n
+	}
+	b.start("provider-router")
+	b.waitHealthy("http://" + b.RouterAddr + "/healthz")
+	waitFor(t, 30*time.Second, "every answered call's ledger row", func() bool { return rows() >= calls })
+	require.Equal(t, calls, rows(), "one row per call")
+}
