@@ -156,6 +156,8 @@ func (c *Call) renew() {
 	}
 	n, err := renewScript.Run(context.Background(), c.s.rdb, []string{c.claimKey}, c.token, c.s.opts.ClaimTTL.Milliseconds()).Int()
 	switch {
+	case c.closed.Load(): // finished or released meanwhile
+		return
 	case err != nil:
 		c.s.log.Warn("renewing the step's claim", "job_id", c.pair.JobID, "step_key", c.pair.Step, "error", err)
 	case n == 0:

@@ -11,6 +11,10 @@ import (
 // writeTimeout bounds one attempt to write a batch to Postgres.
 const writeTimeout = 10 * time.Second
 
+// readBlock is how long a read waits for new entries. Stop waits for the read in
+// progress, so it is short; an idle replica reads four times a second.
+const readBlock = 250 * time.Millisecond
+
 // idleConsumer is how long a consumer with nothing pending stays in the group after its
 // last read: a replica that stopped for good is forgotten after it.
 const idleConsumer = time.Hour
@@ -69,7 +73,7 @@ func (w *Writer) move() {
 		if len(msgs) > 0 && !w.write(msgs) {
 			return
 		}
-		if n, err := w.rdb.XLen(ctx, streamKey).Result(); err == nil {
+		if n, err := Backlog(ctx, w.rdb); err == nil {
 			w.m.Backlog(n)
 		}
 		if len(msgs) > 0 && len(msgs) < w.opts.Batch && !sleep(ctx, w.stop, w.opts.Linger) {
@@ -78,10 +82,15 @@ func (w *Writer) move() {
 	}
 }
 
-// read returns the next new entries for this replica, waiting up to a second for some.
+// Backlog returns how many entries the stream holds that are not yet in Postgres.
+func Backlog(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	return rdb.XLen(ctx, streamKey).Result()
+}
+
+// read returns the next new entries for this replica, waiting up to readBlock for some.
 func (w *Writer) read(ctx context.Context) ([]redis.XMessage, error) {
 	args := &redis.XReadGroupArgs{Group: group, Consumer: w.opts.Consumer, Streams: []string{streamKey, ">"},
-		Count: int64(w.opts.Batch), Block: time.Second}
+		Count: int64(w.opts.Batch), Block: readBlock}
 	streams, err := w.rdb.XReadGroup(ctx, args).Result()
 	if redis.HasErrorPrefix(err, "NOGROUP") { // the stream was lost with Redis's data: start again
 		if err = w.ensureGroup(ctx); err == nil {

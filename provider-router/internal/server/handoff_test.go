@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 )
 
 // gated is an upstream whose answers wait for open() and name their call number, so two
@@ -53,13 +55,15 @@ func (b *bundle) jobRows(jobID string) int {
 	return n
 }
 
-// settled waits until the bundle's calls are all in the ledger (their bookkeeping done and
-// nothing left to move), so a row that should not exist would have appeared.
+// settled waits until every answered call of the job is in the ledger (each was in the
+// stream before its answer left, so an empty stream means all were moved), then checks
+// the count: a row that should not exist would be there.
 func (b *bundle) settled(jobID string, want int) {
 	b.t.Helper()
-	b.srv.Wait()
-	require.Eventually(b.t, func() bool { return b.jobRows(jobID) >= want }, 15*time.Second, 20*time.Millisecond)
-	b.srv.Wait()
+	require.Eventually(b.t, func() bool {
+		n, err := ledger.Backlog(context.Background(), b.rdb)
+		return err == nil && n == 0 && b.jobRows(jobID) >= want
+	}, 15*time.Second, 20*time.Millisecond)
 	require.Equal(b.t, want, b.jobRows(jobID))
 }
 
