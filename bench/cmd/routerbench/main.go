@@ -13,6 +13,7 @@
 // binaries itself. Run from the repository root:
 //
 //	go run ./bench/cmd/routerbench -mode overhead -rates 250,500,1000 -duration 5s
+//	go run ./bench/cmd/routerbench -mode overhead -rates 1000 -steps     # calls naming their step
 //	go run ./bench/cmd/routerbench -mode replicas -rpm 3000 -duration 30s
 package main
 
@@ -52,6 +53,8 @@ func main() {
 		"of two identical paths is what this host can resolve")
 	rpm := flag.Int("rpm", 3000, "replicas: the provider's RPM limit (sim-llm); the routers get rpm-1")
 	bin := flag.String("bin", "", "directory with provider-router and sim-llm (default: go build them)")
+	steps := flag.Bool("steps", false, "overhead: every router call names a (job, step) pair of its own (X-Job-ID, X-Step-Key), "+
+		"as the executor's calls do: the router claims the pair and stores the answer for repeated calls")
 	flag.Parse()
 	st, err := routerstack.Start(*bin)
 	if err != nil {
@@ -61,7 +64,7 @@ func main() {
 	defer st.Close()
 	switch *mode {
 	case "overhead":
-		err = overhead(st, *rates, *duration, *conc, *portkey, *aa, strings.Fields(*routerEnv))
+		err = overhead(st, *rates, *duration, *conc, *portkey, *aa, *steps, strings.Fields(*routerEnv))
 	case "replicas":
 		err = replicas(st, *rpm, *duration)
 	default:
@@ -79,6 +82,8 @@ type target struct {
 	url    string
 	header http.Header
 	client *http.Client
+	// each, when set, adjusts every call's headers.
+	each func(http.Header)
 }
 
 func (t target) call(ctx context.Context) error {
@@ -87,6 +92,9 @@ func (t target) call(ctx context.Context) error {
 		return err
 	}
 	req.Header = t.header.Clone()
+	if t.each != nil {
+		t.each(req.Header)
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return err
@@ -99,7 +107,7 @@ func (t target) call(ctx context.Context) error {
 	return nil
 }
 
-func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, portkeyCmd string, aa bool, routerEnv []string) error {
+func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, portkeyCmd string, aa, steps bool, routerEnv []string) error {
 	ctx := context.Background()
 	simURL, err := st.StartSim("--model", "bench=latency=0,output=constant:16")
 	if err != nil {
@@ -118,14 +126,20 @@ func overhead(st *routerstack.Stack, rates string, d time.Duration, conc int, po
 	plain.Set("Content-Type", "application/json")
 	plain.Set("Authorization", "Bearer bench")
 	targets := []target{
-		{"direct", simURL + "/v1/chat/completions", plain, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}},
-		{"router", routerURL + "/internal/ai/chat", st.Headers(org), st.Client(512)},
+		{"direct", simURL + "/v1/chat/completions", plain, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}, nil},
+		{"router", routerURL + "/internal/ai/chat", st.Headers(org), st.Client(512), nil},
+	}
+	if steps {
+		targets[1].each = func(h http.Header) {
+			h.Set("X-Job-ID", routerstack.UUID())
+			h.Set("X-Step-Key", "llm/1")
+		}
 	}
 	if aa {
 		// The same path as direct on its own connections: its "added" latency is the
 		// difference two identical calls due at the same moment show on this host.
 		targets = append(targets, target{"direct2", targets[0].url, plain,
-			&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}})
+			&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}, nil})
 	}
 	if portkeyCmd != "" {
 		pk, stop, err := startPortkey(portkeyCmd, simURL)
@@ -245,7 +259,7 @@ func startPortkey(command, simURL string) (target, func(), error) {
 	h.Set("Authorization", "Bearer bench")
 	h.Set("x-portkey-provider", "openai")
 	h.Set("x-portkey-custom-host", simURL+"/v1")
-	t := target{"portkey", "http://" + addr + "/v1/chat/completions", h, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}}
+	t := target{"portkey", "http://" + addr + "/v1/chat/completions", h, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}, nil}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if t.call(context.Background()) == nil {
