@@ -1,10 +1,16 @@
 package testkit
 
 import (
+	"context"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 )
 
 // Proxy is a TCP proxy on loopback in front of one server (a test's Postgres or Redis),
@@ -99,4 +105,39 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	go pipe(up, c)
 	pipe(c, up)
+}
+
+// ProxiedDB returns a pool to the database at dbURL (from DB) that goes through a proxy of
+// its own, and the proxy: cutting it is a Postgres outage for this pool alone.
+func ProxiedDB(t testing.TB, dbURL string) (*pgxpool.Pool, *Proxy) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", dbURL, err)
+	}
+	p := NewProxy(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	host, port, _ := net.SplitHostPort(p.Addr)
+	n, _ := strconv.Atoi(port)
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.ConnectTimeout = host, uint16(n), time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("opening a pool through a proxy: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, p
+}
+
+// ProxiedRedis returns a client to the Redis database at redisURL (from Redis) that goes
+// through a proxy of its own, without retries, and the proxy.
+func ProxiedRedis(t testing.TB, redisURL string) (*redis.Client, *Proxy) {
+	t.Helper()
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", redisURL, err)
+	}
+	p := NewProxy(t, opt.Addr)
+	opt.Addr, opt.MaxRetries, opt.DialTimeout = p.Addr, -1, time.Second
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, p
 }

@@ -3,8 +3,6 @@ package ledger
 import (
 	"context"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -57,23 +55,8 @@ func (b *bundle) writer(db *pgxpool.Pool, rdb *redis.Client, opts Options) *Writ
 // proxied returns a pool and a Redis client that reach the bundle's stores through proxies.
 func (b *bundle) proxied() (*pgxpool.Pool, *testkit.Proxy, *redis.Client, *testkit.Proxy) {
 	b.t.Helper()
-	pgCfg := b.pool.Config()
-	pgProxy := testkit.NewProxy(b.t, net.JoinHostPort(pgCfg.ConnConfig.Host, strconv.Itoa(int(pgCfg.ConnConfig.Port))))
-	cfg, err := pgxpool.ParseConfig(b.dbURL)
-	require.NoError(b.t, err)
-	host, port, _ := net.SplitHostPort(pgProxy.Addr)
-	p, _ := strconv.Atoi(port)
-	cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.ConnectTimeout = host, uint16(p), time.Second
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(b.t, err)
-	b.t.Cleanup(pool.Close)
-
-	opt, err := redis.ParseURL(b.rdbURL)
-	require.NoError(b.t, err)
-	redisProxy := testkit.NewProxy(b.t, opt.Addr)
-	opt.Addr, opt.MaxRetries, opt.DialTimeout = redisProxy.Addr, -1, time.Second
-	rdb := redis.NewClient(opt)
-	b.t.Cleanup(func() { _ = rdb.Close() })
+	pool, pgProxy := testkit.ProxiedDB(b.t, b.dbURL)
+	rdb, redisProxy := testkit.ProxiedRedis(b.t, b.rdbURL)
 	return pool, pgProxy, rdb, redisProxy
 }
 

@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -120,9 +118,6 @@ func setup(t testing.TB, opts options) *bundle {
 	_, rdb := testkit.Redis(t)
 	b := &bundle{t: t, pool: pool, rdb: rdb, logs: &syncBuffer{}, serviceKey: "svc-" + rand.Text(), dbURL: dbURL}
 	ctx := context.Background()
-	if opts.ledgerProxy {
-		b.pgProxy = testkit.NewProxy(t, pool.Config().ConnConfig.Host+":"+strconv.Itoa(int(pool.Config().ConnConfig.Port)))
-	}
 
 	upstream := opts.upstream
 	if upstream == nil {
@@ -172,7 +167,11 @@ func (b *bundle) newServer(opts options) *server.Server {
 	require.NoError(t, lim.Start(context.Background()))
 	est, err := estimate.New(b.rdb, estimate.Options{})
 	require.NoError(t, err)
-	led := ledger.New(b.ledgerPool(), b.rdb, log, ledger.Options{Linger: 10 * time.Millisecond, ClaimIdle: time.Second})
+	ledgerDB := b.pool
+	if opts.ledgerProxy {
+		ledgerDB, b.pgProxy = testkit.ProxiedDB(t, b.dbURL)
+	}
+	led := ledger.New(ledgerDB, b.rdb, log, ledger.Options{Linger: 10 * time.Millisecond, ClaimIdle: time.Second})
 	require.NoError(t, led.Start(context.Background()))
 	steps := handoff.New(b.rdb, log, handoff.Options{})
 	require.NoError(t, steps.Start(context.Background()))
@@ -199,25 +198,6 @@ func (b *bundle) newServer(opts options) *server.Server {
 		lim.Stop()
 	})
 	return s
-}
-
-// ledgerPool is the pool the ledger writes with: through the proxy when there is one.
-func (b *bundle) ledgerPool() *pgxpool.Pool {
-	if b.pgProxy == nil {
-		return b.pool
-	}
-	cfg, err := pgxpool.ParseConfig(b.dbURL)
-	require.NoError(b.t, err)
-	host, port, err := net.SplitHostPort(b.pgProxy.Addr)
-	require.NoError(b.t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(b.t, err)
-	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
-	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(b.t, err)
-	b.t.Cleanup(pool.Close)
-	return pool
 }
 
 // serve starts a TLS listener for a replica (cleaned up before the replica's parts).
