@@ -59,3 +59,28 @@ func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
 	waitFor(t, 30*time.Second, "every answered call's ledger row", func() bool { return rows() >= calls })
 	require.Equal(t, calls, rows(), "one row per call")
 }
+
+// TestLLMCallInFlightAtExecutorSIGKILLIsPaidOnce kills the executor while its LLM call is
+// in flight: the router finishes the call although its caller is gone and hands the
+// answer to the resumed attempt, so the provider is called once and billed once.
+func TestLLMCallInFlightAtExecutorSIGKILLIsPaidOnce(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{SimArgs: []string{"--model", "sim-fast=latency=constant:3s"}}})
+	jobID := b.dispatch(t, "demo_llm", map[string]any{"prompt": "Hello"})
+	waitFor(t, 30*time.Second, "the LLM call in flight", func() bool { return b.simStats(t).InFlight == 1 })
+	b.kill(t, "executor", syscall.SIGKILL)
+	b.StartExecutor()
+	r := b.WaitStatus(jobID, 90*time.Second, "completed", "failed", "timed_out")
+	require.Equal(t, "completed", r["status"], "%v", r)
+	st := b.simStats(t)
+	require.Equal(t, 1, st.Requests, "one provider call: %+v", st)
+	require.Zero(t, st.Cancelled, "the call was not cut off with its caller")
+	rows := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM usage_ledger WHERE run_id = $1`, jobID).Scan(&n))
+		return n
+	}
+	waitFor(t, 10*time.Second, "the call's ledger row", func() bool { return rows() >= 1 })
+	require.Equal(t, 1, rows())
+}

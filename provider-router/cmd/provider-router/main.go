@@ -283,7 +283,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 	if err := usage.Start(ctx); err != nil {
 		return err
 	}
-	steps := handoff.New(rdb, log, handoff.Options{AnswerTTL: cfg.AnswerTTL, ClaimTTL: cfg.StepClaimTTL})
+	steps := handoff.New(rdb, log, handoff.Options{AnswerTTL: cfg.AnswerTTL, ClaimTTL: cfg.StepClaimTTL,
+		RunStopped: handoff.RunStopped(pool)})
 	if err := steps.Start(ctx); err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// MinPoll and MaxPoll bound the waiting call's polls: MinPoll doubling up to MaxPoll;
 	// defaults 10 ms and 250 ms.
 	MinPoll, MaxPoll time.Duration
+	// RunStopped, when set, tells Detach whether a run was cancelled or has ended (see
+	// RunStopped): a call whose caller went away is then cancelled instead of finished.
+	RunStopped func(ctx context.Context, runID string) (bool, error)
 }
 
 // Store is the pairs' claims and answers in Redis.
@@ -146,6 +149,46 @@ func (c *Call) Token() string {
 		return ""
 	}
 	return c.token
+}
+
+// Detach returns the context the pair's call runs under. It is not cancelled when the
+// caller goes away — an executor that died is resumed, and its retry gets the answer —
+// unless the run was cancelled or has ended meanwhile (Options.RunStopped, asked when the
+// caller goes): then no one will take the answer and the provider call is cancelled. It
+// ends at deadline in any case. A nil *Call returns ctx as it is.
+func (c *Call) Detach(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if c == nil {
+		return ctx, func() {}
+	}
+	detached, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	stopped := c.s.opts.RunStopped
+	if stopped == nil {
+		return detached, cancel
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if detached.Err() != nil {
+			return
+		}
+		qctx, qcancel := context.WithTimeout(detached, 2*time.Second)
+		defer qcancel()
+		ended, err := stopped(qctx, c.pair.JobID)
+		switch {
+		case err != nil:
+			c.s.log.Warn("the step's caller went away and its run could not be read; the call goes on",
+				"job_id", c.pair.JobID, "step_key", c.pair.Step, "error", err)
+		case ended:
+			c.s.log.Info("the step's caller went away and its run was stopped; cancelling the call",
+				"job_id", c.pair.JobID, "step_key", c.pair.Step)
+			cancel()
+		default:
+			c.s.log.Info("the step's caller went away; the call goes on and its answer waits for the retry",
+				"job_id", c.pair.JobID, "step_key", c.pair.Step)
+		}
+	})
+	return detached, func() {
+		stop()
+		cancel()
+	}
 }
 
 // renew extends the claim while the call runs. A claim found lost (the replica stalled

@@ -114,11 +114,8 @@ func (s *Server) chat(c echo.Context) (err error) {
 	}
 	step := prior.Call
 	defer step.Close(context.WithoutCancel(ctx))
-	if step != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = detach(ctx, deadline)
-		defer cancel()
-	}
+	ctx, detached := step.Detach(ctx, deadline)
+	defer detached()
 
 	route, err := s.Routes.Resolve(ctx, orgID, h.Get(aichat.HeaderRoutingHint),
 		cmp.Or(h.Get(aichat.HeaderModelOverride), req.Model), h.Get(HeaderUserPreference))

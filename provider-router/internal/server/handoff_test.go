@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
 // gated is an upstream whose answers wait for open() and name their call number, so two
@@ -194,4 +195,48 @@ func TestWaiterCallsItselfWhenTheFirstCallFails(t *testing.T) {
 	require.ElementsMatch(t, []int{http.StatusBadGateway, http.StatusOK}, got)
 	require.Len(t, f.calls(), 2)
 	b.settled(jobID, 1)
+}
+
+// A step's call whose caller went away because its run was cancelled is cancelled too:
+// no one will take its answer.
+func TestCancelledRunCancelsItsStepsCall(t *testing.T) {
+	t.Parallel()
+	cancelled, end := make(chan struct{}), make(chan struct{})
+	f := &fake{script: func(n int, r *http.Request) (int, map[string]string, string) {
+		_, _ = io.Copy(io.Discard, r.Body) // the server watches the connection once the body is read
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-end:
+		}
+		return http.StatusOK, nil, okAnswer
+	}}
+	b := setup(t, options{upstream: f})
+	t.Cleanup(func() { close(end) })
+	runID, _ := testkit.NewRun(t, b.pool, "running")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/internal/ai/chat", strings.NewReader(simpleBody))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range b.stepHeaders(runID, "llm/1") {
+			req.Header.Set(k, v)
+		}
+		if resp, err := b.client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	require.Eventually(t, func() bool { return len(f.calls()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	// What the dispatcher's cancel does first; then the executor drops the call.
+	_, err := b.pool.Exec(context.Background(), `UPDATE runs SET cancel_requested_at = now() WHERE id = $1`, runID)
+	require.NoError(t, err)
+	cancel()
+	<-done
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the provider call of a cancelled run went on")
+	}
 }

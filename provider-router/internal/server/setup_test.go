@@ -173,7 +173,7 @@ func (b *bundle) newServer(opts options) *server.Server {
 	}
 	led := ledger.New(ledgerDB, b.rdb, log, ledger.Options{Linger: 10 * time.Millisecond, ClaimIdle: time.Second})
 	require.NoError(t, led.Start(context.Background()))
-	steps := handoff.New(b.rdb, log, handoff.Options{})
+	steps := handoff.New(b.rdb, log, handoff.Options{RunStopped: handoff.RunStopped(b.pool)})
 	require.NoError(t, steps.Start(context.Background()))
 	roots, err := mtls.LoadPool(filepath.Join(devCA(t), mtls.CAFile))
 	require.NoError(t, err)

@@ -69,9 +69,3 @@ func checkIdentity(h http.Header) error {
 	}
 	return nil
 }
-
-// detach returns the context a step's call runs under: not cancelled when its caller goes
-// away — the answer is handed to the caller's retry — and bounded by the call's deadline.
-func detach(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-}
