@@ -28,8 +28,9 @@ const (
 	HeaderQueueWaitMS   = "X-Queue-Wait-MS"
 	// HeaderStepKey names the call's position in its run, the same for every attempt of
 	// the run (the journal's step key: "llm/1", "iter/2/llm"). With X-Job-ID it identifies one paid provider
-	// call: the usage ledger keeps one row per (job, step key), and a call repeated under
-	// the same pair is answered with the first call's answer instead of being paid again.
+	// call: a call repeated under the same pair (a retry, a resumed attempt, a racing caller)
+	// is answered with the first call's answer instead of being paid again, and the usage
+	// ledger has the one row of the one paid call.
 	HeaderStepKey = "X-Step-Key"
 	// HeaderCapacityWait is how long, in milliseconds, the caller will hold its worker
 	// waiting for rate-limit capacity. A call that would wait longer is answered at once
