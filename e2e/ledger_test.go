@@ -48,12 +48,7 @@ func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
 	}
 	b.kill(t, "provider-router", syscall.SIGKILL)
 
-	rows := func() int {
-		var n int
-		require.NoError(t, b.pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM usage_ledger WHERE run_id = $1`, jobID).Scan(&n))
-		return n
-	}
+	rows := func() int { return b.ledgerRows(t, jobID) }
 	b.start("provider-router")
 	b.waitHealthy("http://" + b.RouterAddr + "/healthz")
 	waitFor(t, 30*time.Second, "every answered call's ledger row", func() bool { return rows() >= calls })
@@ -75,12 +70,16 @@ func TestLLMCallInFlightAtExecutorSIGKILLIsPaidOnce(t *testing.T) {
 	st := b.simStats(t)
 	require.Equal(t, 1, st.Requests, "one provider call: %+v", st)
 	require.Zero(t, st.Cancelled, "the call was not cut off with its caller")
-	rows := func() int {
-		var n int
-		require.NoError(t, b.pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM usage_ledger WHERE run_id = $1`, jobID).Scan(&n))
-		return n
-	}
+	rows := func() int { return b.ledgerRows(t, jobID) }
 	waitFor(t, 10*time.Second, "the call's ledger row", func() bool { return rows() >= 1 })
 	require.Equal(t, 1, rows())
+}
+
+// ledgerRows counts the usage-ledger rows of a run.
+func (b *execBundle) ledgerRows(t *testing.T, runID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM usage_ledger WHERE run_id = $1`, runID).Scan(&n))
+	return n
 }
