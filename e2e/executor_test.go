@@ -553,7 +553,10 @@ func TestToolApproval(t *testing.T) {
 // with backoff and fails after its last retry, with every attempt's error visible.
 func TestTransientFailuresRetryThenFail(t *testing.T) {
 	t.Parallel()
-	b := setupExec(t, execOptions{StackOptions: StackOptions{SimArgs: []string{"--model", "sim-fast=error_rate=1"}}})
+	// The provider's circuit never opens here: an open circuit parks runs instead
+	// (TestOpenCircuitParksRuns).
+	b := setupExec(t, execOptions{StackOptions: StackOptions{SimArgs: []string{"--model", "sim-fast=error_rate=1"},
+		ExtraEnv: []string{"SWITCHYARD_ROUTER_BREAKER_FAILURES=1000"}}})
 	two := 2
 	b.putSkill(t, skill.Skill{JobType: "flaky", ExecutionType: "llm_only", RoutingHint: "fast", MaxRetries: &two})
 	jobID := b.dispatch(t, "flaky", map[string]any{"prompt": "Hello"})
@@ -562,6 +565,30 @@ func TestTransientFailuresRetryThenFail(t *testing.T) {
 	require.Equal(t, 3.0, r["attempts"])
 	require.Len(t, r["attemptErrors"], 3, "%v", r["attemptErrors"])
 	require.Contains(t, eventTypes(b.events(t, jobID)), "job:retrying")
+}
+
+// TestOpenCircuitParksRuns: once a failing provider's circuit opens, runs wait parked
+// (provider_unavailable) instead of spending their retries against it, and end only when
+// their wait exceeds the maximum queue time — failed PROVIDER_UNAVAILABLE, saying so.
+func TestOpenCircuitParksRuns(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{SimArgs: []string{"--model", "sim-fast=error_rate=1"},
+		ExtraEnv: []string{"SWITCHYARD_ROUTER_BREAKER_FAILURES=2", "SWITCHYARD_ROUTER_BREAKER_OPEN=2s",
+			"SWITCHYARD_MAX_QUEUE_TIME=6s"}}})
+	five := 5
+	b.putSkill(t, skill.Skill{JobType: "outage", ExecutionType: "llm_only", RoutingHint: "fast", MaxRetries: &five})
+	jobID := b.dispatch(t, "outage", map[string]any{"prompt": "Hello"})
+	r := b.WaitStatus(jobID, 60*time.Second, "failed", "completed")
+	require.Equal(t, "failed", r["status"], "%v", r)
+	require.Equal(t, "PROVIDER_UNAVAILABLE", r["error"].(map[string]any)["code"], "%v", r)
+	require.Less(t, len(r["attemptErrors"].([]any)), 6, "parks spent no retries: %v", r["attemptErrors"])
+	parked := false
+	for _, e := range b.events(t, jobID) {
+		if e["type"] == "job:waiting" && e["data"].(map[string]any)["reason"] == "provider_unavailable" {
+			parked = true
+		}
+	}
+	require.True(t, parked)
 }
 
 // TestSIGTERMDrains stops the executor while jobs are in flight: with a short grace the

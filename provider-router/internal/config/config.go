@@ -57,6 +57,12 @@ type Config struct {
 	// LedgerClaimIdle is SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE, how long a usage entry one
 	// replica read stays unwritten before another replica takes it over; default 30s.
 	LedgerClaimIdle time.Duration
+	// BreakerFailures is SWITCHYARD_ROUTER_BREAKER_FAILURES, how many consecutive failures
+	// of a provider endpoint open its circuit; default 5. BreakerOpen is
+	// SWITCHYARD_ROUTER_BREAKER_OPEN, how long an open circuit refuses calls (the executor
+	// parks their runs meanwhile) before a probe; default 30s.
+	BreakerFailures int
+	BreakerOpen     time.Duration
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
 }
@@ -100,6 +106,7 @@ func FromEnv(serve bool) (Config, error) {
 		{&c.AnswerTTL, "SWITCHYARD_ROUTER_ANSWER_TTL", "24h"},
 		{&c.StepClaimTTL, "SWITCHYARD_ROUTER_STEP_CLAIM_TTL", "30s"},
 		{&c.LedgerClaimIdle, "SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE", "30s"},
+		{&c.BreakerOpen, "SWITCHYARD_ROUTER_BREAKER_OPEN", "30s"},
 	} {
 		if *d.to, err = time.ParseDuration(cmp.Or(os.Getenv(d.name), d.by)); err != nil || *d.to <= 0 {
 			return c, fmt.Errorf("%s: %q is not a positive duration like %s", d.name, os.Getenv(d.name), d.by)
@@ -107,6 +114,9 @@ func FromEnv(serve bool) (Config, error) {
 	}
 	if c.DefaultMaxTokens, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"), "4096")); err != nil || c.DefaultMaxTokens <= 0 {
 		return c, fmt.Errorf("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS: %q is not a positive integer", os.Getenv("SWITCHYARD_ROUTER_DEFAULT_MAX_TOKENS"))
+	}
+	if c.BreakerFailures, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_BREAKER_FAILURES"), "5")); err != nil || c.BreakerFailures < 1 {
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_BREAKER_FAILURES: %q is not a positive integer", os.Getenv("SWITCHYARD_ROUTER_BREAKER_FAILURES"))
 	}
 	if c.ShareRequests, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"), "64")); err != nil || c.ShareRequests < 0 {
 		return c, fmt.Errorf("SWITCHYARD_ROUTER_SHARE_REQUESTS: %q is not a non-negative integer", os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"))
