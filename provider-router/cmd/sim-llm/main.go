@@ -82,7 +82,8 @@ func serve(ctx context.Context, ln net.Listener, srv *sim.Server, opts options, 
 	for _, m := range srv.Models() {
 		names = append(names, m.Name)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "models", names, "time_scale", opts.cfg.TimeScale, "seed", opts.cfg.Seed)
+	log.Info("listening", "addr", ln.Addr().String(), "models", names, "time_scale", opts.cfg.TimeScale, "seed", opts.cfg.Seed,
+		"track_repeats", opts.cfg.TrackRepeats)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -130,6 +131,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		timeScale  float64
 		defLatency string
 		defOutput  string
+		repeats    bool
 		models     modelFlags
 	)
 	fs.StringVar(&o.addr, "addr", env("SIM_LLM_ADDR", "127.0.0.1:8099"), "listen address (env SIM_LLM_ADDR)")
@@ -138,6 +140,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.Float64Var(&timeScale, "time-scale", 1, "multiplies every latency and the rate-limit window; 0.001 runs 30s in 30ms (env SIM_LLM_TIME_SCALE)")
 	fs.StringVar(&defLatency, "default-latency", sim.DefaultLatency, "latency spec of models that set none (env SIM_LLM_DEFAULT_LATENCY)")
 	fs.StringVar(&defOutput, "default-output", sim.DefaultOutput, "output length spec in tokens of models that set none (env SIM_LLM_DEFAULT_OUTPUT)")
+	fs.BoolVar(&repeats, "track-repeats", false, "remember every request served so GET /sim/repeats lists those served twice (env SIM_LLM_TRACK_REPEATS=true)")
 	fs.Var(&models, "model", "model `NAME[=latency=SPEC,output=SPEC,rpm=N,tpm=N,error_rate=F,ttft_fraction=F]`, repeatable (env SIM_LLM_MODELS, ';'-separated)")
 	fs.StringVar(&o.logLevel, "log-level", env("SIM_LLM_LOG_LEVEL", "info"), "debug, info, warn or error (env SIM_LLM_LOG_LEVEL)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 60*time.Second, "how long SIGTERM waits for requests in flight")
@@ -180,6 +183,8 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 			func() { o.cfg.DefaultLatency = defLatency }),
 		pick("default-output", "SIM_LLM_DEFAULT_OUTPUT", func(v string) error { o.cfg.DefaultOutput = v; return nil },
 			func() { o.cfg.DefaultOutput = defOutput }),
+		pick("track-repeats", "SIM_LLM_TRACK_REPEATS", func(v string) (err error) { o.cfg.TrackRepeats, err = strconv.ParseBool(v); return },
+			func() { o.cfg.TrackRepeats = repeats }),
 	)
 	if err != nil {
 		return o, err

@@ -79,6 +79,13 @@ models:
 	require.Error(t, err)
 	_, err = parseOptions(nil, envOf(map[string]string{"SIM_LLM_SEED": "x"}), io.Discard)
 	require.ErrorContains(t, err, "SIM_LLM_SEED")
+
+	o, err = parseOptions(nil, envOf(map[string]string{"SIM_LLM_TRACK_REPEATS": "true"}), io.Discard)
+	require.NoError(t, err)
+	require.True(t, o.cfg.TrackRepeats)
+	o, err = parseOptions([]string{"--track-repeats=false"}, envOf(map[string]string{"SIM_LLM_TRACK_REPEATS": "true"}), io.Discard)
+	require.NoError(t, err)
+	require.False(t, o.cfg.TrackRepeats, "flag beats env")
 }
 
 // TestServeDrainsOnCancel runs the real server on a real listener, answers a request, and

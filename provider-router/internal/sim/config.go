@@ -40,7 +40,12 @@ type Config struct {
 	// DefaultOutput is the output-length spec (tokens) of models that set none.
 	// Default "uniform:20-200".
 	DefaultOutput string `yaml:"default_output" json:"default_output"`
-	// Now is the clock of the rate limits. Nil means time.Now; tests freeze it so that
+	// TrackRepeats remembers every request served, by the digest of what decides its
+	// answer, so that GET /sim/repeats can list the requests served more than once (paid
+	// twice). Memory grows with every distinct request: on for fault suites, off for long
+	// benchmarks. Default false.
+	TrackRepeats bool `yaml:"track_repeats" json:"track_repeats"`
+	// Now is the clock of the rate limits and bursts. Nil means time.Now; tests freeze it so that
 	// limits do not refill while the test runs. Latency waits always use real timers.
 	Now func() time.Time `yaml:"-" json:"-"`
 }

@@ -36,6 +36,18 @@ func (s *Server) routes() http.Handler {
 		s.log.Info("counters and limits reset")
 		return writeJSON(w, http.StatusOK, s.Stats())
 	}))
+	mux.Handle("GET /sim/repeats", s.handle(func(w http.ResponseWriter, _ *http.Request) error {
+		return writeJSON(w, http.StatusOK, s.Repeats())
+	}))
+	mux.Handle("GET /sim/faults", s.handle(func(w http.ResponseWriter, _ *http.Request) error {
+		return writeJSON(w, http.StatusOK, s.bursts.state())
+	}))
+	mux.Handle("POST /sim/faults", s.handle(s.startBurst))
+	mux.Handle("DELETE /sim/faults", s.handle(func(w http.ResponseWriter, _ *http.Request) error {
+		s.StopBurst()
+		s.log.Info("burst stopped")
+		return writeJSON(w, http.StatusOK, s.bursts.state())
+	}))
 	return mux
 }
 
@@ -95,6 +107,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 
 	t := tally{m: &ms.stats, t: &s.total}
 	t.request()
+	// A burst is an outage in front of the model: it answers before the limits, which it
+	// does not charge.
+	if status, left, ok := s.bursts.take(req.Model); ok {
+		if status == http.StatusTooManyRequests {
+			t.refused()
+		} else {
+			t.errored()
+		}
+		return burstError(w.Header(), status, left)
+	}
 	// TPM is charged at admission with prompt tokens plus max_tokens when the client set
 	// it (as OpenAI reserves), else plus the answer's actual length, which the simulator
 	// knows in advance. Nothing is refunded afterwards.
@@ -125,6 +147,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		if s.stream(r, w, streamPlan{id: id, model: req.Model, a: a, latency: latency, ttft: ms.cfg.TTFTFraction, includeUsage: includeUsage}) {
 			t.served(a, true)
+			s.servedRepeat(a, &req)
 		} else {
 			t.cancelled()
 		}
@@ -148,7 +171,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	t.served(a, false)
+	s.servedRepeat(a, &req)
 	return nil
+}
+
+// servedRepeat records an answer served when repeats are tracked.
+func (s *Server) servedRepeat(a answer, req *openai.ChatCompletionRequest) {
+	if s.repeats != nil {
+		s.repeats.served(a.digest, req.Messages)
+	}
 }
 
 // systemFingerprint marks every answer as simulated.

@@ -27,6 +27,8 @@ type answer struct {
 	finish   openai.FinishReason
 	// promptTokens is the chars/4 estimate of the request.
 	promptTokens int
+	// digest identifies the request by what decides the answer (semanticDigest).
+	digest [32]byte
 }
 
 func (a answer) content() string { return strings.Join(a.pieces, "") }
@@ -56,7 +58,7 @@ func respond(m *model, req *openai.ChatCompletionRequest, serverSeed int64) (ans
 		return answer{}, err
 	}
 	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(digest[0:8]), binary.LittleEndian.Uint64(digest[8:16])))
-	a := answer{promptTokens: estimatePromptTokens(req)}
+	a := answer{promptTokens: estimatePromptTokens(req), digest: digest}
 
 	tools := functionTools(req.Tools)
 	call, forced, err := decideToolCall(req, tools)

@@ -27,6 +27,9 @@ type Server struct {
 	bad     atomic.Int64
 	created int64 // Unix time reported as every model's creation date
 	handler http.Handler
+	// repeats is nil unless Config.TrackRepeats.
+	repeats *repeats
+	bursts  bursts
 }
 
 // modelState is a model with its limits and counters.
@@ -48,6 +51,10 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		log:     log,
 		models:  make(map[string]*modelState, len(models)),
 		created: cfg.Now().Unix(),
+		bursts:  bursts{now: cfg.Now},
+	}
+	if cfg.TrackRepeats {
+		s.repeats = newRepeats()
 	}
 	// Scaling the limit window with the latencies keeps a compressed run faithful: a
 	// workload that hits 60 RPM with 1 s latencies at scale 1 hits it the same way with
@@ -86,10 +93,30 @@ func (s *Server) Stats() Stats {
 	for name, m := range s.models {
 		st.Models[name] = m.stats.snapshot()
 	}
+	if s.repeats != nil {
+		rt := s.repeats.totals()
+		st.Repeats = &rt
+	}
 	return st
 }
 
-// Reset zeroes the counters and refills every rate limit, for benchmarks between phases.
+// Repeats lists the requests served more than once (Config.TrackRepeats).
+func (s *Server) Repeats() Repeats {
+	if s.repeats == nil {
+		return Repeats{Repeated: []Repeat{}}
+	}
+	return s.repeats.list()
+}
+
+// StartBurst starts a burst of injected failures, replacing any burst still active. b
+// must be valid (POST /sim/faults checks it).
+func (s *Server) StartBurst(b Burst) { s.bursts.start(b) }
+
+// StopBurst ends the active burst, if any.
+func (s *Server) StopBurst() { s.bursts.stop() }
+
+// Reset zeroes the counters (the repeats and the count of burst answers included) and
+// refills every rate limit, for benchmarks between phases. An active burst goes on.
 // Requests still in flight stay counted in in_flight and will count as served when they
 // finish, so reset when the server is idle for counters that add up.
 func (s *Server) Reset() {
@@ -99,6 +126,10 @@ func (s *Server) Reset() {
 	}
 	s.total.reset()
 	s.bad.Store(0)
+	if s.repeats != nil {
+		s.repeats.reset()
+	}
+	s.bursts.resetCount()
 }
 
 // runtimeSource feeds a rand.Rand from the runtime's per-thread generator, which is safe

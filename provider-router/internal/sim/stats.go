@@ -39,6 +39,9 @@ type Stats struct {
 	BadRequests int64 `json:"bad_requests"`
 	// TimeScale is the configured --time-scale, so a benchmark report can show it.
 	TimeScale float64 `json:"time_scale"`
+	// Repeats sums the requests served more than once; present only with
+	// Config.TrackRepeats (GET /sim/repeats lists them).
+	Repeats *RepeatTotals `json:"repeats,omitempty"`
 }
 
 // counters is the lock-free form of Counters: every request touches a few atomics, so
