@@ -8,7 +8,7 @@ GO ?= go
 PKGS = $(shell scripts/modules.sh)
 MODULE_DIRS = $(patsubst ./%/...,%,$(PKGS))
 
-.PHONY: help build run start stop status test fmt vet lint clean
+.PHONY: help build run start stop status test faults fmt vet lint clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +31,9 @@ status: ## show which services are running
 test: ## go vet + go test over every module (and web/ tests) against a throwaway Postgres/Redis
 	scripts/test.sh
 
+faults: ## the fault suite on a platform of its own (docs/faults.md); e.g. FAULTS_FLAGS='-faults pg-stop -load 60s'
+	$(GO) run ./bench/cmd/faults $(FAULTS_FLAGS)
+
 fmt: ## gofmt every module
 	gofmt -l -w $(MODULE_DIRS)
 
@@ -41,7 +44,8 @@ lint: ## fail on unformatted Go files, then go vet every module
 	@out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt: these files need formatting (make fmt):"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-clean: ## stop the run and test profiles and remove .run (binaries, data, logs, keys)
+clean: ## stop the run, test and faults profiles and remove .run (binaries, data, logs, keys)
 	scripts/run.sh stop
 	scripts/stack.sh stop test
+	scripts/stack.sh stop faults
 	rm -rf .run

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# stack.sh — PostgreSQL and Redis on loopback for `make run` and `make test`, data under .run/.
+# stack.sh — PostgreSQL and Redis on loopback for `make run`, `make test` and `make faults`,
+# data under .run/.
 #
-#   scripts/stack.sh start run|test   install (Debian) if missing, init and start; idempotent
-#   scripts/stack.sh stop  run|test   stop what start started
-#   scripts/stack.sh env   run|test   print the export lines for the profile's URLs
+#   scripts/stack.sh start PROFILE        install (Debian) if missing, init and start what is not
+#                                         running; idempotent (also restarts a crashed server)
+#   scripts/stack.sh stop  PROFILE        stop what start started
+#   scripts/stack.sh env   PROFILE        print the export lines for the profile's URLs
+#   scripts/stack.sh crash PROFILE postgres|redis
+#                                         crash one server as a fault would: Postgres
+#                                         `pg_ctl stop -m immediate` (crash recovery on the next
+#                                         start), Redis `kill -9` (what its append-only file has
+#                                         is what comes back); `start` brings it back
 #
-# Profiles: run  — Postgres 127.0.0.1:25432, Redis 127.0.0.1:26379, data in .run/
-#           test — Postgres 127.0.0.1:25433, Redis 127.0.0.1:26380, data in .run/test/ (fsync off)
-# Ports can be moved with SWITCHYARD_PG_PORT and SWITCHYARD_REDIS_PORT. The defaults lie below
-# Linux's ephemeral range (32768-60999), so no client socket can ever hold them.
+# Profiles: run    — Postgres 127.0.0.1:25432, Redis 127.0.0.1:26379, data in .run/
+#           test   — Postgres 127.0.0.1:25433, Redis 127.0.0.1:26380, data in .run/test/ (fsync off)
+#           faults — Postgres 127.0.0.1:25434, Redis 127.0.0.1:26381, data in .run/faults/; durable
+#                    like run (the fault suite kills these servers, never the others)
+# Ports can be moved with SWITCHYARD_PG_PORT and SWITCHYARD_REDIS_PORT, the data directory with
+# SWITCHYARD_STACK_DIR. The default ports lie below Linux's ephemeral range (32768-60999), so no
+# client socket can ever hold them.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,10 +26,12 @@ cmd=${1:-}
 profile=${2:-run}
 
 case "$profile" in
-  run)  dir="$root/.run";      pg_port=${SWITCHYARD_PG_PORT:-25432}; redis_port=${SWITCHYARD_REDIS_PORT:-26379} ;;
-  test) dir="$root/.run/test"; pg_port=${SWITCHYARD_PG_PORT:-25433}; redis_port=${SWITCHYARD_REDIS_PORT:-26380} ;;
-  *) echo "stack.sh: unknown profile '$profile' (want run or test)" >&2; exit 2 ;;
+  run)    dir="$root/.run";        pg_port=${SWITCHYARD_PG_PORT:-25432}; redis_port=${SWITCHYARD_REDIS_PORT:-26379} ;;
+  test)   dir="$root/.run/test";   pg_port=${SWITCHYARD_PG_PORT:-25433}; redis_port=${SWITCHYARD_REDIS_PORT:-26380} ;;
+  faults) dir="$root/.run/faults"; pg_port=${SWITCHYARD_PG_PORT:-25434}; redis_port=${SWITCHYARD_REDIS_PORT:-26381} ;;
+  *) echo "stack.sh: unknown profile '$profile' (want run, test or faults)" >&2; exit 2 ;;
 esac
+dir=${SWITCHYARD_STACK_DIR:-$dir}
 pg_dir="$dir/postgres"
 redis_dir="$dir/redis"
 mkdir -p "$dir/logs"
@@ -85,7 +97,7 @@ start_pg() {
   # The port is given at start too, so a data directory made with another port follows it.
   as_pg "$bin/pg_ctl" -D "$pg_dir" -l "$dir/logs/postgres.log" -o "-p $pg_port" -w -t 60 start >/dev/null ||
     die "postgres did not start; see $dir/logs/postgres.log"
-  if [ "$profile" = run ]; then
+  if [ "$profile" != test ]; then
     as_pg "$bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='switchyard'" | grep -q 1 ||
       as_pg "$bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres switchyard
   fi
@@ -119,6 +131,26 @@ start_redis() {
   say "redis on 127.0.0.1:$redis_port"
 }
 
+crash() {
+  local bin; bin=$(pg_bindir)
+  case "$1" in
+    postgres)
+      pg_running || die "postgres is not running"
+      as_pg "$bin/pg_ctl" -D "$pg_dir" -m immediate -w stop >/dev/null
+      say "postgres stopped immediately (crash recovery on the next start)"
+      ;;
+    redis)
+      redis_running || die "redis is not running"
+      local pid; pid=$(cat "$redis_dir/redis.pid")
+      kill -KILL "$pid"
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+      kill -0 "$pid" 2>/dev/null && die "redis (pid $pid) survived kill -9"
+      say "redis killed (kill -9)"
+      ;;
+    *) echo "usage: scripts/stack.sh crash PROFILE postgres|redis" >&2; exit 2 ;;
+  esac
+}
+
 stop_all() {
   local bin; bin=$(pg_bindir)
   if [ -n "$bin" ] && pg_running; then as_pg "$bin/pg_ctl" -D "$pg_dir" -m fast -w stop >/dev/null && say "postgres stopped"; fi
@@ -131,8 +163,8 @@ stop_all() {
 }
 
 print_env() {
-  local db=postgres
-  [ "$profile" = run ] && db=switchyard
+  local db=switchyard
+  [ "$profile" = test ] && db=postgres
   echo "export SWITCHYARD_DATABASE_URL='postgres://postgres@127.0.0.1:$pg_port/$db?sslmode=disable'"
   echo "export SWITCHYARD_REDIS_URL='redis://127.0.0.1:$redis_port/0'"
   if [ "$profile" = test ]; then
@@ -145,5 +177,6 @@ case "$cmd" in
   start) install_missing; start_pg; start_redis ;;
   stop) stop_all ;;
   env) print_env ;;
-  *) echo "usage: scripts/stack.sh start|stop|env run|test" >&2; exit 2 ;;
+  crash) crash "${3:-}" ;;
+  *) echo "usage: scripts/stack.sh start|stop|env PROFILE, or crash PROFILE postgres|redis (PROFILE: run, test or faults)" >&2; exit 2 ;;
 esac

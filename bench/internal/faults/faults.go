@@ -1,0 +1,189 @@
+// Package faults is the fault suite: against a whole platform of its own
+// (bench/internal/platform) it drives a mixed load of demo_llm and demo_react dispatches,
+// each with an idempotency key and a unique prompt, injects one fault at a time, lets the
+// platform recover, and counts what the platform promises never to do: lose an accepted run,
+// pay a provider twice for the same call, run a side-effecting tool twice, or bill a provider
+// call without a usage-ledger row. docs/faults.md describes the suite and its figures.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchyard-ai/switchyard/bench/internal/platform"
+)
+
+// Fault is one kind of failure. Inject does it at the fault's moment and returns how to
+// recover, which the suite calls once the outage has lasted (outage is passed for faults
+// that must say how long they last, as a provider's Retry-After does).
+type Fault struct {
+	Name string
+	// What says what is done, for the report.
+	What   string
+	Inject func(ctx context.Context, p *platform.Platform, outage time.Duration) (recover func(context.Context) error, err error)
+}
+
+// kill is a service's SIGKILL; recovery starts it again.
+func kill(name string) Fault {
+	return Fault{Name: strings.TrimPrefix(name, "provider-") + "-kill", What: name + " SIGKILL, restarted after the outage",
+		Inject: func(_ context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
+			return func(ctx context.Context) error { return p.Start(ctx, name) }, p.Kill(name)
+		}}
+}
+
+// burst makes sim-llm answer every request with status for the outage.
+func burst(name string, status int) Fault {
+	return Fault{Name: name, What: fmt.Sprintf("sim-llm answers every request %d for the outage", status),
+		Inject: func(ctx context.Context, p *platform.Platform, outage time.Duration) (func(context.Context) error, error) {
+			// The burst lasts the outage, so that a 429's Retry-After tells the truth; the
+			// recovery ends it for certain.
+			err := simControl(ctx, p, http.MethodPost, map[string]any{"status": status, "duration": outage.String()})
+			return func(ctx context.Context) error { return simControl(ctx, p, http.MethodDelete, nil) }, err
+		}}
+}
+
+// All is every fault of the suite, in the order the full suite runs them. "none" is the
+// control: a phase without a fault must report nothing.
+func All() []Fault {
+	return []Fault{
+		{Name: "none", What: "no fault (the control)", Inject: func(context.Context, *platform.Platform, time.Duration) (func(context.Context) error, error) {
+			return func(context.Context) error { return nil }, nil
+		}},
+		kill(platform.Executor),
+		kill(platform.Dispatcher),
+		kill(platform.Router),
+		{Name: "redis-kill", What: "Redis kill -9 (append-only file, fsync every second), restarted after the outage",
+			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
+				return p.StartStores, p.CrashStore(ctx, "redis")
+			}},
+		{Name: "redis-flush", What: "executor stopped (SIGTERM) while the backlog queues, Redis FLUSHALL at the end of the outage, " +
+			"executor restarted: the reconciler must re-enqueue the queued runs",
+			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
+				recover := func(ctx context.Context) error {
+					if err := p.Redis.FlushAll(ctx).Err(); err != nil {
+						return fmt.Errorf("FLUSHALL: %w", err)
+					}
+					return p.Start(ctx, platform.Executor)
+				}
+				return recover, p.Stop(platform.Executor, 35*time.Second)
+			}},
+		{Name: "pg-stop", What: "Postgres pg_ctl stop -m immediate, restarted after the outage",
+			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
+				return p.StartStores, p.CrashStore(ctx, "postgres")
+			}},
+		burst("llm-5xx", http.StatusInternalServerError),
+		burst("llm-429", http.StatusTooManyRequests),
+	}
+}
+
+// Select returns the faults named in a comma-separated list ("all" or "" for every one).
+func Select(names string) ([]Fault, error) {
+	all := All()
+	if names == "" || names == "all" {
+		return all, nil
+	}
+	var out []Fault
+	for n := range strings.SplitSeq(names, ",") {
+		n = strings.TrimSpace(n)
+		found := false
+		for _, f := range all {
+			if f.Name == n {
+				out, found = append(out, f), true
+			}
+		}
+		if !found {
+			var known []string
+			for _, f := range all {
+				known = append(known, f.Name)
+			}
+			return nil, fmt.Errorf("unknown fault %q (want %s)", n, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// Config shapes each phase: load at Rate for Load, the fault At after the start of the
+// load, recovery Outage later, then up to Window after the load for every run to end.
+type Config struct {
+	// Rate is dispatches per second; default 10.
+	Rate float64
+	// Load is how long dispatches are started; default 60 s, long enough to see the
+	// router's circuit breaker (open 30 s) close again after a provider outage.
+	Load time.Duration
+	// At is when the fault is injected, from the start of the load; default Load/3.
+	At time.Duration
+	// Outage is how long the fault lasts before recovery; default 5 s.
+	Outage time.Duration
+	// Window bounds the wait, after the load, for every accepted run to end; a run still
+	// not ended is lost. Default 2 min.
+	Window time.Duration
+	// ReactShare is the share of demo_react among the dispatches; default 0.5.
+	ReactShare float64
+	// DispatchTimeout bounds how long one dispatch is retried before it counts as not
+	// accepted; default 60 s.
+	DispatchTimeout time.Duration
+	// Log receives progress lines; nil discards.
+	Log func(format string, args ...any)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Rate == 0 {
+		c.Rate = 10
+	}
+	if c.Load == 0 {
+		c.Load = time.Minute
+	}
+	if c.At == 0 {
+		c.At = c.Load / 3
+	}
+	if c.Outage == 0 {
+		c.Outage = 5 * time.Second
+	}
+	if c.Window == 0 {
+		c.Window = 2 * time.Minute
+	}
+	if c.ReactShare == 0 {
+		c.ReactShare = 0.5
+	}
+	if c.DispatchTimeout == 0 {
+		c.DispatchTimeout = time.Minute
+	}
+	if c.Log == nil {
+		c.Log = func(string, ...any) {}
+	}
+	return c
+}
+
+// SimArgs are the sim-llm flags the suite needs: answers with some latency (so that calls
+// are in flight when a process dies) and repeat tracking.
+var SimArgs = []string{"--track-repeats", "--log-level", "warn",
+	"--model", "sim-fast=latency=uniform:100ms-600ms,output=uniform:10-60",
+	"--model", "sim-large=latency=uniform:200ms-1s,output=uniform:50-200"}
+
+// ToolArgs make the demo tool answer after a while, so that tool calls are in flight when
+// a process dies.
+var ToolArgs = []string{"--delay", "200ms"}
+
+// Prepare readies a started platform for the suite: no dispatch rate limit on the
+// development organisation (the load is the suite's, not a tenant's).
+func Prepare(ctx context.Context, p *platform.Platform) error {
+	return p.Admin(ctx, http.MethodPatch, "/api/v1/admin/org", map[string]any{"orgRpm": 0, "userRpm": 0}, nil)
+}
+
+// Run runs each fault in turn on p and returns one report per fault. It stops early only
+// when the platform cannot be brought back (a phase's error).
+func Run(ctx context.Context, p *platform.Platform, faults []Fault, cfg Config) ([]Report, error) {
+	cfg = cfg.withDefaults()
+	var out []Report
+	for _, f := range faults {
+		r, err := runPhase(ctx, p, f, cfg)
+		if err != nil {
+			return out, fmt.Errorf("fault %s: %w", f.Name, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
