@@ -92,6 +92,9 @@ start_pg() {
       if [ "$profile" = test ]; then
         echo "fsync = off"; echo "synchronous_commit = off"; echo "full_page_writes = off"
       fi
+      # After a crash Postgres syncs its data directory before recovery: one syncfs instead
+      # of an fsync per file makes the faults profile's restarts seconds shorter.
+      if [ "$profile" = faults ]; then echo "recovery_init_sync_method = syncfs"; fi
     } >> "$pg_dir/postgresql.conf"
   fi
   # The port is given at start too, so a data directory made with another port follows it.

@@ -125,6 +125,10 @@ type Config struct {
 	// DispatchTimeout bounds how long one dispatch is retried before it counts as not
 	// accepted; default 60 s.
 	DispatchTimeout time.Duration
+	// LedgerWait bounds the wait, once every run has ended, for the usage ledger (written
+	// off the request path) to hold a row per call served; rows still missing then are
+	// counted missing. Default 10 s.
+	LedgerWait time.Duration
 	// Log receives progress lines; nil discards.
 	Log func(format string, args ...any)
 }
@@ -150,6 +154,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DispatchTimeout == 0 {
 		c.DispatchTimeout = time.Minute
+	}
+	if c.LedgerWait == 0 {
+		c.LedgerWait = 10 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}

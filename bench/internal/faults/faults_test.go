@@ -51,7 +51,7 @@ func TestShortSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports, err := Run(ctx, p, selected, Config{Rate: 5, Load: 8 * time.Second, At: 2 * time.Second, Outage: 2 * time.Second,
+	reports, err := Run(ctx, p, selected, Config{Rate: 5, Load: 6 * time.Second, At: 2 * time.Second, Outage: 2 * time.Second,
 		Window: time.Minute, Log: func(format string, args ...any) { t.Logf(format, args...) }})
 	var table bytes.Buffer
 	Print(&table, reports)

@@ -139,7 +139,7 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	}
 
 	// The ledger is written off the request path: wait (bounded) for it to catch up.
-	if err := ph.poll(ctx, 30*time.Second, func() (bool, error) {
+	if err := ph.poll(ctx, ph.cfg.LedgerWait, func() (bool, error) {
 		err := ph.p.DB.QueryRow(ctx, `SELECT count(*) FROM usage_ledger WHERE run_id = ANY($1::uuid[])`, ids).Scan(&r.LedgerRows)
 		return err == nil && r.LedgerRows >= r.Served, err
 	}); err != nil {
