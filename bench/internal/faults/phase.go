@@ -107,10 +107,10 @@ func (ph *phase) ready(ctx context.Context) error {
 	if err := simControl(ctx, ph.p, http.MethodDelete, nil); err != nil {
 		return err
 	}
-	if err := postJSON(ctx, ph.p.SimURL+"/sim/reset", nil); err != nil {
+	if err := platform.JSON(ctx, http.MethodPost, ph.p.SimURL+"/sim/reset", nil, nil, nil); err != nil {
 		return err
 	}
-	return postJSON(ctx, ph.p.ToolURL+"/stats/reset", nil)
+	return platform.JSON(ctx, http.MethodPost, ph.p.ToolURL+"/stats/reset", nil, nil, nil)
 }
 
 // dispatch is one operation of the load: a job with a unique prompt and an idempotency
@@ -293,54 +293,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // simControl starts (POST, with a body) or ends (DELETE) a burst of sim-llm failures.
 func simControl(ctx context.Context, p *platform.Platform, method string, body any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, p.SimURL+"/sim/faults", rd)
-	if err != nil {
-		return err
-	}
-	return do(req, nil)
-}
-
-func postJSON(ctx context.Context, url string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	if err != nil {
-		return err
-	}
-	return do(req, out)
-}
-
-func getJSON(ctx context.Context, url string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	return do(req, out)
-}
-
-func do(req *http.Request, out any) error {
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: HTTP %d: %s", req.Method, req.URL, resp.StatusCode, raw)
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
+	return platform.JSON(ctx, method, p.SimURL+"/sim/faults", nil, body, nil)
 }
 
 // ms formats a duration in seconds with one decimal, or "never".

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchyard-ai/switchyard/bench/internal/platform"
 )
 
 // Report is one fault's outcome.
@@ -119,14 +122,14 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	// went away) are counted once they are answered.
 	var sim simStats
 	if err := ph.poll(ctx, 30*time.Second, func() (bool, error) {
-		err := getJSON(ctx, ph.p.SimURL+"/sim/stats", &sim)
+		err := platform.JSON(ctx, http.MethodGet, ph.p.SimURL+"/sim/stats", nil, nil, &sim)
 		return err == nil && sim.Total.InFlight == 0, err
 	}); err != nil {
 		return r, fmt.Errorf("waiting for sim-llm to be idle: %w", err)
 	}
 	r.Served = sim.Total.Served
 	var rep simRepeats
-	if err := getJSON(ctx, ph.p.SimURL+"/sim/repeats", &rep); err != nil {
+	if err := platform.JSON(ctx, http.MethodGet, ph.p.SimURL+"/sim/repeats", nil, nil, &rep); err != nil {
 		return r, err
 	}
 	if !rep.Tracking {
@@ -149,7 +152,7 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	r.LedgerExtra = max(0, r.LedgerRows-r.Served)
 
 	var tool toolStats
-	if err := getJSON(ctx, ph.p.ToolURL+"/stats", &tool); err != nil {
+	if err := platform.JSON(ctx, http.MethodGet, ph.p.ToolURL+"/stats", nil, nil, &tool); err != nil {
 		return r, err
 	}
 	r.ToolRequests, r.ToolExecutions, r.ToolResent, r.ToolWithoutKey = tool.Tickets, tool.Executions, tool.Duplicates, tool.WithoutKey

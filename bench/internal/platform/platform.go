@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -110,7 +111,7 @@ func Start(ctx context.Context, opts Options) (_ *Platform, err error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func Start(ctx context.Context, opts Options) (_ *Platform, err error) {
 
 // Build compiles the platform's binaries into dir.
 func Build(ctx context.Context, dir string) error {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -504,6 +505,12 @@ func (p *Platform) LogPath(name string) string {
 // Admin sends an admin API request to the dispatcher with the admin key and decodes the
 // JSON answer into out (when not nil).
 func (p *Platform) Admin(ctx context.Context, method, path string, body, out any) error {
+	return JSON(ctx, method, p.DispatcherURL+path, http.Header{"Authorization": {"Bearer " + p.AdminKey}}, body, out)
+}
+
+// JSON sends a request with body as JSON (none when nil) and decodes a 2xx answer into out
+// (when not nil); another status is an error quoting the answer.
+func JSON(ctx context.Context, method, url string, header http.Header, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -512,11 +519,11 @@ func (p *Platform) Admin(ctx context.Context, method, path string, body, out any
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, p.DispatcherURL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+p.AdminKey)
+	maps.Copy(req.Header, header)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -528,7 +535,7 @@ func (p *Platform) Admin(ctx context.Context, method, path string, body, out any
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, raw)
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, raw)
 	}
 	if out != nil {
 		return json.Unmarshal(raw, out)
@@ -603,7 +610,9 @@ func FreePort() (int, error) {
 	return n, err
 }
 
-func repoRoot() (string, error) {
+// RepoRoot is the repository's root: the first directory above the working directory
+// that holds go.work.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

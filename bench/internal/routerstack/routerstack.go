@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/bench/internal/platform"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
@@ -59,7 +60,7 @@ func Start(bin string) (*Stack, error) {
 	s.Dir = dir
 	if bin == "" {
 		bin = filepath.Join(dir, "bin")
-		root, err := repoRoot()
+		root, err := platform.RepoRoot()
 		if err != nil {
 			return nil, err
 		}
@@ -83,23 +84,6 @@ func Start(bin string) (*Stack, error) {
 		return nil, fmt.Errorf("provider-router certs: %v: %s", err, out)
 	}
 	return s, nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.work above the working directory: run from the repository")
-		}
-		dir = parent
-	}
 }
 
 // Close stops the processes and drops the stores.
