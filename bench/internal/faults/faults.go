@@ -23,7 +23,7 @@ type Fault struct {
 	Name string
 	// What says what is done, for the report.
 	What   string
-	Inject func(ctx context.Context, p *platform.Platform, outage time.Duration) (recover func(context.Context) error, err error)
+	Inject func(ctx context.Context, p *platform.Platform, outage time.Duration) (restore func(context.Context) error, err error)
 }
 
 // kill is a service's SIGKILL; recovery starts it again.
@@ -62,13 +62,13 @@ func All() []Fault {
 		{Name: "redis-flush", What: "executor stopped (SIGTERM) while the backlog queues, Redis FLUSHALL at the end of the outage, " +
 			"executor restarted: the reconciler must re-enqueue the queued runs",
 			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
-				recover := func(ctx context.Context) error {
+				restore := func(ctx context.Context) error {
 					if err := p.Redis.FlushAll(ctx).Err(); err != nil {
 						return fmt.Errorf("FLUSHALL: %w", err)
 					}
 					return p.Start(ctx, platform.Executor)
 				}
-				return recover, p.Stop(platform.Executor, 35*time.Second)
+				return restore, p.Stop(platform.Executor, 35*time.Second)
 			}},
 		{Name: "pg-stop", What: "Postgres pg_ctl stop -m immediate, restarted after the outage",
 			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {

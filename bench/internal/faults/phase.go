@@ -63,7 +63,7 @@ func runPhase(ctx context.Context, p *platform.Platform, f Fault, cfg Config) (R
 		return Report{}, err
 	}
 	tFault := time.Now()
-	recover, err := f.Inject(ctx, p, cfg.Outage)
+	restore, err := f.Inject(ctx, p, cfg.Outage)
 	if err != nil {
 		return Report{}, fmt.Errorf("injecting: %w", err)
 	}
@@ -71,7 +71,7 @@ func runPhase(ctx context.Context, p *platform.Platform, f Fault, cfg Config) (R
 	if err := sleepCtx(ctx, cfg.Outage); err != nil {
 		return Report{}, err
 	}
-	if err := recover(ctx); err != nil {
+	if err := restore(ctx); err != nil {
 		return Report{}, fmt.Errorf("recovering: %w", err)
 	}
 	tRestore := time.Now()
@@ -255,15 +255,15 @@ func (ph *phase) readRuns(ctx context.Context, ids []string) (map[string]runStat
 // platform does work again), and when every run accepted before the recovery had ended
 // (the backlog drained). -1 is never.
 func recovery(jobs []*job, runs map[string]runState, tFault, tRestore time.Time) (time.Duration, time.Duration) {
-	recover, drain := time.Duration(-1), time.Duration(0)
+	back, drain := time.Duration(-1), time.Duration(0)
 	for _, j := range jobs {
 		if j.id == "" {
 			continue
 		}
 		r, ok := runs[j.id]
 		if j.accepted.After(tFault) && ok && completed(r.status) {
-			if d := r.finished.Sub(tFault); recover < 0 || d < recover {
-				recover = d
+			if d := r.finished.Sub(tFault); back < 0 || d < back {
+				back = d
 			}
 		}
 		if !j.accepted.After(tRestore) && drain >= 0 {
@@ -274,7 +274,7 @@ func recovery(jobs []*job, runs map[string]runState, tFault, tRestore time.Time)
 			}
 		}
 	}
-	return recover, drain
+	return back, drain
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
