@@ -14,15 +14,7 @@ func TestMaxWaitParksWithSpreadSlots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	clk := newFakeClock() // frozen: nothing refills, the queue stands still
-	l := b.replica(t, Options{Now: clk.Now, LeaseTTL: time.Minute})
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 60})) // one call a second
-	var drained []*Reservation
-	for range 60 {
-		r, err := l.Acquire(ctx, Request{Key: b.key})
-		require.NoError(t, err)
-		drained = append(drained, r)
-	}
+	l := drainedBucket(t, b, 60)
 	wctx, cancel := context.WithCancel(ctx)
 	waiters := make(chan error, 4)
 	for range 4 {
@@ -60,9 +52,6 @@ func TestMaxWaitParksWithSpreadSlots(t *testing.T) {
 	for range 4 {
 		require.ErrorIs(t, <-waiters, context.Canceled)
 	}
-	for _, r := range drained {
-		require.NoError(t, r.Release(ctx))
-	}
 }
 
 // A caller whose expected wait fits its MaxWait waits; if the wait runs longer than the
@@ -71,15 +60,7 @@ func TestMaxWaitSpentWhileWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	clk := newFakeClock()
-	l := b.replica(t, Options{Now: clk.Now, LeaseTTL: time.Minute})
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 600})) // 100 ms a call
-	var drained []*Reservation
-	for range 600 {
-		r, err := l.Acquire(ctx, Request{Key: b.key})
-		require.NoError(t, err)
-		drained = append(drained, r)
-	}
+	l := drainedBucket(t, b, 600)
 	started := time.Now()
 	_, err := l.Acquire(ctx, Request{Key: b.key, MaxWait: 400 * time.Millisecond, Deadline: time.Now().Add(time.Minute)})
 	require.ErrorIs(t, err, ErrBusy, "the frozen clock never refills: the estimate keeps saying 100 ms")
@@ -88,9 +69,6 @@ func TestMaxWaitSpentWhileWaiting(t *testing.T) {
 	s, err := l.State(ctx, b.key)
 	require.NoError(t, err)
 	require.Zero(t, s.Queued)
-	for _, r := range drained {
-		require.NoError(t, r.Release(ctx))
-	}
 }
 
 // A caller that can come back is never told its deadline cannot be met: a later attempt
@@ -99,22 +77,11 @@ func TestMaxWaitParksInsteadOfMissingTheDeadline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	clk := newFakeClock()
-	l := b.replica(t, Options{Now: clk.Now, LeaseTTL: time.Minute})
-	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 60}))
-	var drained []*Reservation
-	for range 60 {
-		r, err := l.Acquire(ctx, Request{Key: b.key})
-		require.NoError(t, err)
-		drained = append(drained, r)
-	}
+	l := drainedBucket(t, b, 60)
 	// At the head the refill is 1 s away: within its MaxWait, past its deadline.
 	_, err := l.Acquire(ctx, Request{Key: b.key, MaxWait: 5 * time.Second, Deadline: time.Now().Add(300 * time.Millisecond)})
 	require.ErrorIs(t, err, ErrBusy)
 	require.NotErrorIs(t, err, ErrDeadline)
-	for _, r := range drained {
-		require.NoError(t, r.Release(ctx))
-	}
 }
 
 func TestMaxWaitValidated(t *testing.T) {
@@ -123,4 +90,19 @@ func TestMaxWaitValidated(t *testing.T) {
 	l := b.replica(t, Options{})
 	_, err := l.Acquire(context.Background(), Request{Key: b.key, MaxWait: -time.Second})
 	require.ErrorContains(t, err, "MaxWait")
+}
+
+// drainedBucket is a limiter on a frozen bucket clock — nothing refills, a queue stands
+// still — whose bucket of rpm requests a minute was just emptied by held calls.
+func drainedBucket(t *testing.T, b *bundle, rpm int) *Limiter {
+	t.Helper()
+	ctx := context.Background()
+	l := b.replica(t, Options{Now: newFakeClock().Now, LeaseTTL: time.Minute})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: rpm}))
+	for range rpm {
+		r, err := l.Acquire(ctx, Request{Key: b.key})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.Release(context.Background())) })
+	}
+	return l
 }
