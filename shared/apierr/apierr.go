@@ -22,6 +22,8 @@ type Error struct {
 	Header http.Header `json:"-"`
 	// cause is logged, never sent.
 	cause error
+	// expected marks an answer that is part of the normal flow, not a refusal (see Expected).
+	expected bool
 }
 
 // Body is the JSON shape of an error answer.
@@ -64,6 +66,14 @@ func (e *Error) With(kv ...any) *Error {
 // Wrap records an internal cause that is logged but never sent to the client.
 func (e *Error) Wrap(cause error) *Error {
 	e.cause = cause
+	return e
+}
+
+// Expected marks the answer as part of the normal flow rather than a refusal — a call told to
+// come back later, say — so that it is logged at debug, not warn: under load it is the
+// common case, and a warning per call would bury the real ones.
+func (e *Error) Expected() *Error {
+	e.expected = true
 	return e
 }
 

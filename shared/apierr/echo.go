@@ -19,9 +19,12 @@ func Handler(log *slog.Logger) echo.HTTPErrorHandler {
 		e := fromEcho(err)
 		attrs := []any{"code", e.Code, "status", e.Status, "method", c.Request().Method,
 			"path", c.Path(), "error", err.Error()}
-		if e.Status >= 500 {
+		switch {
+		case e.Status >= 500:
 			log.Error("request failed", attrs...)
-		} else {
+		case e.expected:
+			log.Debug("request answered with an expected error", attrs...)
+		default:
 			log.Warn("request refused", attrs...)
 		}
 		for k, vs := range e.Header {

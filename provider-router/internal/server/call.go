@@ -154,7 +154,7 @@ func limitError(route routing.Route, err error) error {
 			"Come back after retry_after_ms (Retry-After); the executor parks the run until then, holding no worker.").
 			With("provider", route.ProviderName, "model", route.Model, "waited_ms", be.Waited.Milliseconds(),
 				"ahead", be.Ahead, "retry_after_ms", be.RetryAfter.Milliseconds()).
-			SetHeader("Retry-After", strconv.Itoa(int(be.RetryAfter.Seconds()+0.999))).Wrap(err)
+			SetHeader("Retry-After", strconv.Itoa(int(be.RetryAfter.Seconds()+0.999))).Wrap(err).Expected()
 	}
 	if errors.Is(err, context.Canceled) {
 		return apierr.New(499, "CANCELLED", "The caller went away.")
