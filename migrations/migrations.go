@@ -72,7 +72,11 @@ func newProvider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 		return nil, nil, fmt.Errorf("creating migration lock: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker))
+	// Out of order: migrations are written on branches that land in any order, each touching
+	// its own tables and columns, so a database that already ran a later one (it ran main
+	// between two landings) still gets an earlier one that landed after it.
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker),
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		_ = db.Close()
 		return nil, nil, fmt.Errorf("loading migrations: %w", err)

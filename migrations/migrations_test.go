@@ -145,3 +145,32 @@ func TestSkillSnapshotsDownKeepsSnapshots(t *testing.T) {
 		t.Fatalf("applying 00013 again: %v", err)
 	}
 }
+
+// A database that ran a later migration before an earlier one landed (it ran main between
+// the two landings) gets the earlier one when it next migrates.
+func TestMissingMigrationIsAppliedOutOfOrder(t *testing.T) {
+	t.Parallel()
+	pool := scratch(t)
+	ctx := context.Background()
+	if _, err := Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	provider, db, err := newProvider(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := provider.ApplyVersion(ctx, 15, false); err != nil { // undo 15 alone
+		t.Fatalf("undoing migration 15: %v", err)
+	}
+	if _, err := Apply(ctx, pool); err != nil {
+		t.Fatalf("applying again: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id = 15 AND is_applied`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("migration 15 applied %d times, want 1", n)
+	}
+}
