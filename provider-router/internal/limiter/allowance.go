@@ -50,7 +50,7 @@ func (a Allowance) withDefaults() (Allowance, error) {
 //	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] requests given back [4] tokens given back
 //	      (negative: owed) [5] requests wanted (0: only give back) [6] share [7] headroom
-//	      [8] source flag
+//	      [8] the share's TTL in µs [9] source flag
 //	reply {-3} as acquireScript; otherwise {requests granted, tokens granted, requests
 //	      available, tokens available}: 0 requests granted is no share, -1 unlimited;
 //	      available afterwards as in acquireScript's reply ('inf' if unlimited)
@@ -74,6 +74,8 @@ if want > 0 and head() == nil and now >= b.blk then
     if gt < 1 or b.tt - gt < tpm * room then gr = 0 end
   end
   if gr > 0 then
+    -- a call admitted from the share may leave up to its TTL after the grant
+    anchor(b, rpm, tpm, TRANSIT_US + tonumber(ARGV[8]))
     if rpm > 0 then b.rt = b.rt - gr end
     if tpm > 0 then b.tt = b.tt - gt end
   else
@@ -242,7 +244,7 @@ func (l *Limiter) localReservation(req Request, sh *share, now time.Time) *Reser
 func (l *Limiter) fetchShare(ctx context.Context, key BucketKey, backR, backT, want int) (*share, error) {
 	a := l.opts.Allowance
 	v, err := l.call(ctx, func(ctx context.Context) ([]any, error) {
-		return l.run(ctx, allowanceScript, key, backR, backT, want, a.Share, a.Headroom)
+		return l.run(ctx, allowanceScript, key, backR, backT, want, a.Share, a.Headroom, a.TTL.Microseconds())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sharing %s: %w", key, err)

@@ -68,6 +68,33 @@ func TestShareAdmitsWithoutRoundTrips(t *testing.T) {
 	require.Equal(t, before, rt.single.Load(), "admitted from the new share")
 }
 
+// TestShareFromAFullBucketKeepsTheProvidersPhase: a call admitted from a share may leave up
+// to the share's TTL after the grant, and the provider's bucket refills from that call's
+// arrival; a full bucket that grants a share refills only after the TTL and the transit
+// allowance, so it never runs ahead of the provider's phase (TestFullBucketRefillsAfterTransit).
+func TestShareFromAFullBucketKeepsTheProvidersPhase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l, _ := b.sharer(t, Allowance{TTL: time.Minute}, clk, Limits{RPM: 10_000})
+	requests := func() float64 {
+		s, err := l.State(ctx, b.key)
+		require.NoError(t, err)
+		return s.Requests
+	}
+
+	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 1})
+	require.NoError(t, err)
+	require.NotNil(t, r.share)
+	require.InDelta(t, 10_000-10, requests(), 0.01)
+	clk.Advance(time.Minute)
+	require.InDelta(t, 10_000-10, requests(), 0.01, "refilled while the share's calls may still leave")
+	clk.Advance(TransitAllowance + 60*time.Millisecond) // 10,000/min: 10 requests in 60 ms
+	require.InDelta(t, 10_000, requests(), 0.01)
+	require.NoError(t, r.Finish(ctx, 1))
+}
+
 // TestNoShareNearTheLimitOrWhileSomeoneWaits: below the headroom, or with a call waiting,
 // no share is granted and calls take the shared queue — in order, counted for their group.
 func TestNoShareNearTheLimitOrWhileSomeoneWaits(t *testing.T) {

@@ -85,11 +85,13 @@ func TestBucketRefillsContinuously(t *testing.T) {
 	require.Equal(t, 300.0, s.Tokens)
 	require.Equal(t, 1, s.Held)
 
-	// rate = limit / 60 s: 1 request/s and 10 tokens/s, accruing continuously.
+	// rate = limit / 60 s: 1 request/s and 10 tokens/s, accruing continuously — from the
+	// end of the transit allowance of a full bucket's first call (TestFullBucketRefillsAfterTransit).
 	for _, step := range []struct {
 		d        time.Duration
 		req, tok float64
 	}{
+		{TransitAllowance, 59, 300},
 		{250 * time.Millisecond, 59.25, 302.5},
 		{250 * time.Millisecond, 59.5, 305},
 		{10 * time.Second, 60, 405}, // requests capped at capacity
@@ -126,6 +128,50 @@ func TestBucketRefillsContinuously(t *testing.T) {
 	require.Empty(t, s.Outstanding)
 }
 
+// TestFullBucketRefillsAfterTransit: the provider's bucket starts refilling when our first
+// call arrives, which may be a fresh connection's dial later than we sent it; later calls may
+// travel faster. Ours must not refill ahead of the provider's phase: a full bucket that gives
+// refills only from TransitAllowance on, while the burst and the rate stay the whole limit.
+func TestFullBucketRefillsAfterTransit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	clk := newFakeClock()
+	l := b.replica(t, Options{Now: clk.Now})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{RPM: 60}))
+
+	var held []*Reservation
+	for range 60 { // the whole limit goes at once
+		r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 1})
+		require.NoError(t, err)
+		require.Equal(t, WakeNone, r.WokenBy)
+		held = append(held, r)
+	}
+	requests := func() float64 {
+		s, err := l.State(ctx, b.key)
+		require.NoError(t, err)
+		return s.Requests
+	}
+	require.InDelta(t, 0, requests(), 1e-9)
+
+	// The first call reached the provider 40 ms after we sent it; the 61st may take 0 ms.
+	// The provider has its next token at 1 s + 40 ms: ours must not have one before.
+	clk.Advance(time.Second + 40*time.Millisecond)
+	require.Less(t, requests(), 1.0, "a token before the provider's phase: a near-miss 429")
+	clk.Advance(TransitAllowance - 40*time.Millisecond)
+	require.InDelta(t, 1, requests(), 1e-9)
+
+	// The shift happens once per busy period: a bucket that is not full refills at the rate.
+	r, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 1})
+	require.NoError(t, err)
+	held = append(held, r)
+	clk.Advance(time.Second)
+	require.InDelta(t, 1, requests(), 1e-9)
+	for _, r := range held {
+		require.NoError(t, r.Release(ctx))
+	}
+}
+
 func TestReconcileRefundsAndTakesOverrun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -149,7 +195,7 @@ func TestReconcileRefundsAndTakesOverrun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, -1400.0, s.Tokens)
 
-	clk.Advance(14 * time.Second) // 100 tokens/s repays the debt
+	clk.Advance(TransitAllowance + 14*time.Second) // 100 tokens/s repays the debt
 	s, err = l.State(ctx, b.key)
 	require.NoError(t, err)
 	require.InDelta(t, 0, s.Tokens, 1e-6)

@@ -1,6 +1,20 @@
 package limiter
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TransitAllowance is how much later than we send it a call may reach the provider before
+// our bucket could let a call through ahead of the provider's: see anchor in luaLib. It
+// costs no throughput — the burst is still the whole limit — only the first call after a
+// burst waits this much longer. 50 ms covers a fresh connection's dial and the scheduling
+// delays of a busy host; measured in docs/rate-limits.md.
+const TransitAllowance = 50 * time.Millisecond
+
+var transitAllowanceUS = strconv.FormatInt(TransitAllowance.Microseconds(), 10)
 
 // luaLib is prepended to every bucket script. Every such script takes the ten keys of
 // bucketKeys as KEYS (in the k* order) and starts its ARGV with:
@@ -14,10 +28,11 @@ import "github.com/redis/go-redis/v9"
 //
 // Numbers leave Lua through string.format: Lua 5.1's tostring keeps 14 digits, which would
 // round µs timestamps and the 53-bit queue scores.
-const luaLib = `
+var luaLib = `
 local K_LIMITS, K_STATE, K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ, K_PARK =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local CHANNEL = ARGV[1]
+local TRANSIT_US = ` + transitAllowanceUS + `
 
 local function fmt(n) return string.format('%.0f', n) end
 local function fmtf(n) return string.format('%.6f', n) end
@@ -43,7 +58,7 @@ end
 local function load(now, rpm, tpm)
   local v = redis.call('HMGET', K_STATE, 'rt', 'tt', 'ts', 'blk')
   local b = {rt = tonumber(v[1]) or rpm, tt = tonumber(v[2]) or tpm,
-             ts = tonumber(v[3]) or now, blk = tonumber(v[4]) or 0}
+             ts = tonumber(v[3]) or now, blk = tonumber(v[4]) or 0, now = now}
   local el = now - b.ts
   if el > 0 then
     b.rt = b.rt + el * rpm / 60e6
@@ -110,7 +125,23 @@ local function wait_us(b, now, rpm, tpm, n)
   return math.ceil(w)
 end
 
+-- anchor is called before a full bucket gives anything away. The provider's own bucket
+-- starts refilling when our first call *arrives*, up to a transit later than we sent it, and
+-- refills on that phase for as long as it stays below full; if ours refilled from the send,
+-- a later call that travelled faster than that first one would reach the provider just
+-- before its token (a near-miss 429, "try again in 3ms"). So a full bucket that gives starts
+-- refilling lag µs after now (TRANSIT_US, more for a share whose calls leave later): the
+-- burst stays the whole limit and the rate is untouched; only the phase moves, once per
+-- busy period. (A bucket that is not full is refilling on the provider's side too, and
+-- taking early is only ever early.)
+local function anchor(b, rpm, tpm, lag)
+  if (rpm > 0 and b.rt >= rpm) or (tpm > 0 and b.tt >= tpm) then
+    if b.ts < b.now + lag then b.ts = b.now + lag end
+  end
+end
+
 local function take(b, rpm, tpm, n)
+  anchor(b, rpm, tpm, TRANSIT_US)
   if rpm > 0 then b.rt = b.rt - 1 end
   if tpm > 0 then b.tt = b.tt - n end
 end
