@@ -37,6 +37,7 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/pipeline"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/pricing"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/registry"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/routing"
@@ -256,7 +257,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 	}
 	defer rdb.Close()
 
-	metrics, err := server.NewMetrics()
+	metrics, err := pipeline.NewMetrics()
 	if err != nil {
 		return err
 	}
@@ -292,7 +293,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 		DB: pool, ServiceKey: strings.TrimSpace(string(key)), AllowedCallers: cfg.AllowedCallers,
 		Routes: &routing.Resolver{DB: pool}, Prices: &pricing.Table{DB: pool},
 		Credentials: &credential.Store{DB: pool, Ring: ring},
-		Limiter:     lim, Estimator: est, Breakers: server.NewBreakers(breaker.Options{
+		Limiter:     lim, Estimator: est, Breakers: pipeline.NewBreakers(breaker.Options{
 			Failures: uint32(cfg.BreakerFailures), OpenFor: cfg.BreakerOpen}, metrics),
 		Budget: &budget.Guard{RDB: rdb, Store: budget.PGStore{DB: pool}},
 		Ledger: usage, Handoff: steps, Log: log, Metrics: metrics, MaxWait: cfg.MaxWait, DefaultMaxTokens: cfg.DefaultMaxTokens,

@@ -1,10 +1,9 @@
 // Package server is the provider router's HTTP surface: the three locks every caller must
 // pass (mutual TLS, the service key, the caller allowlist) and POST /internal/ai/chat,
-// which routes an OpenAI-form request to the organisation's provider, checks residency,
-// cost ceilings and the token quota, waits for rate-limit capacity, calls the provider
-// with retries behind a circuit breaker, prices the answer and records it in the usage
-// ledger before answering. A call naming its run's step (X-Step-Key) is made once: a
-// repeated or racing call of the same (job, step) pair gets the first call's answer.
+// which parses an OpenAI-form request and its job headers into a call and hands it to the
+// chain of package pipeline — the step hand-off, routing, residency, cost ceilings, the
+// token quota, rate limits, retries behind a circuit breaker, the usage ledger — then
+// writes the answer.
 package server
 
 import (
@@ -19,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-ai/switchyard/provider-router/internal/breaker"
@@ -30,25 +28,16 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/mtls"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/pipeline"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/pricing"
-	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/routing"
 	"github.com/switchyard-ai/switchyard/shared/aichat"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
-// Retry is the policy for provider failures that another attempt may fix (429, 5xx,
-// network). Every attempt passes the rate limiter and the breaker again, and none starts
-// when its wait would pass the call's deadline.
-type Retry struct {
-	// Attempts is the most provider calls per request; default 4.
-	Attempts int
-	// Backoff is the first pause after a failure, doubled per attempt with jitter; a
-	// provider's Retry-After wins when longer. Default 200 ms.
-	Backoff time.Duration
-	// MaxBackoff caps the pause; default 5 s.
-	MaxBackoff time.Duration
-}
+// Retry is the policy for provider failures that another attempt may fix (see
+// pipeline.Retry).
+type Retry = pipeline.Retry
 
 // Server holds what the handlers need. Zero-valued optional parts switch their feature
 // off (for focused tests): no Verifier, no mTLS lock (only allowed on loopback plain
@@ -71,7 +60,7 @@ type Server struct {
 	Handoff        *handoff.Store
 	HTTPClient     *http.Client
 	Log            *slog.Logger
-	Metrics        *Metrics
+	Metrics        *pipeline.Metrics
 	Retry          Retry
 	// MaxWait bounds a call's wait for rate-limit capacity when it carries no X-Deadline;
 	// default 2 min.
@@ -80,17 +69,11 @@ type Server struct {
 	// max_tokens, so its worst case is finite; default 4096.
 	DefaultMaxTokens int
 
-	mu       sync.Mutex
-	adapters map[string]cachedAdapter
+	// chain is the call's way through the router's concerns, built by Handler.
+	chain pipeline.Chatter
 	// after tracks post-answer bookkeeping (reconcile, release, settle) run after the
 	// answer was written; Wait drains it at shutdown.
 	after sync.WaitGroup
-}
-
-type cachedAdapter struct {
-	adapter provider.Adapter
-	version time.Time
-	credVer time.Time
 }
 
 // Wait blocks until the bookkeeping of answered calls is done. Call it after the HTTP
@@ -99,8 +82,14 @@ func (s *Server) Wait() { s.after.Wait() }
 
 func (s *Server) maxWait() time.Duration { return cmp.Or(s.MaxWait, 2*time.Minute) }
 
-// Handler builds the echo instance.
+// Handler builds the chain from the Server's parts and the echo instance.
 func (s *Server) Handler() *echo.Echo {
+	s.chain = pipeline.New(pipeline.Parts{
+		Log: s.Log, Metrics: s.Metrics, Handoff: s.Handoff, Routes: s.Routes, Prices: s.Prices,
+		Budget: s.Budget, DefaultMaxTokens: s.DefaultMaxTokens, Estimator: s.Estimator,
+		Credentials: s.Credentials, HTTPClient: s.HTTPClient, Ledger: s.Ledger, Retry: s.Retry,
+		Limiter: s.Limiter, Breakers: s.Breakers,
+	})
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = apierr.Handler(s.Log)
@@ -108,7 +97,7 @@ func (s *Server) Handler() *echo.Echo {
 	e.Use(middleware.BodyLimit("8M"))
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	if s.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Metrics.gatherer, promhttp.HandlerOpts{})))
+		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Metrics.Gatherer(), promhttp.HandlerOpts{})))
 	}
 	e.POST(aichat.Path, s.chat, s.mtlsLock, s.serviceKeyLock, s.callerLock)
 	return e
@@ -129,7 +118,7 @@ func (s *Server) mtlsLock(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 	return func(c echo.Context) error {
 		if _, err := s.MTLS.Identify(c.Request().TLS); err != nil {
-			s.Metrics.refused("FORBIDDEN_MTLS")
+			s.Metrics.Refused("FORBIDDEN_MTLS")
 			return lockFailed("mtls").Wrap(err)
 		}
 		return next(c)
@@ -142,7 +131,7 @@ func (s *Server) serviceKeyLock(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		got := []byte(c.Request().Header.Get(aichat.HeaderServiceKey))
 		if len(want) == 0 || subtle.ConstantTimeCompare(got, want) != 1 {
-			s.Metrics.refused("FORBIDDEN_SERVICE_KEY")
+			s.Metrics.Refused("FORBIDDEN_SERVICE_KEY")
 			return lockFailed("service_key")
 		}
 		return next(c)
@@ -153,24 +142,9 @@ func (s *Server) serviceKeyLock(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) callerLock(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !slices.Contains(s.AllowedCallers, c.Request().Header.Get(aichat.HeaderCallerService)) {
-			s.Metrics.refused("FORBIDDEN_CALLER")
+			s.Metrics.Refused("FORBIDDEN_CALLER")
 			return lockFailed("caller_service")
 		}
 		return next(c)
 	}
 }
-
-// NewBreakers returns the breaker set wired to m's breaker-state gauge.
-func NewBreakers(opts breaker.Options, m *Metrics) *breaker.Set {
-	prev := opts.OnStateChange
-	opts.OnStateChange = func(endpoint string, from, to breaker.State) {
-		m.breakerState(endpoint, to)
-		if prev != nil {
-			prev(endpoint, from, to)
-		}
-	}
-	return breaker.New(opts)
-}
-
-// Registry is the Prometheus registry type the router's metrics use.
-type Registry = prometheus.Registry

@@ -1,6 +1,9 @@
-package server
+package pipeline
 
 import (
+	"context"
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +13,8 @@ import (
 	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
 // Metrics are the router's Prometheus series: per provider and model the latency, tokens,
@@ -91,6 +96,9 @@ func NewMetrics() (*Metrics, error) {
 	return m, nil
 }
 
+// Gatherer is what GET /metrics serves.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.gatherer }
+
 // LedgerMetrics returns what to hand ledger.Options.Metrics (nil-safe).
 func (m *Metrics) LedgerMetrics() ledger.Metrics {
 	if m == nil {
@@ -129,7 +137,8 @@ func (m *Metrics) billed(provider, model string, in, out, cached int64, cost flo
 	}
 }
 
-func (m *Metrics) breakerState(endpoint string, s breaker.State) {
+// BreakerState sets an endpoint's breaker gauge.
+func (m *Metrics) BreakerState(endpoint string, s breaker.State) {
 	if m == nil {
 		return
 	}
@@ -160,8 +169,62 @@ func (m *Metrics) step(r handoff.Result) {
 	m.steps.WithLabelValues(outcome).Inc()
 }
 
-func (m *Metrics) refused(code string) {
+// Refused counts a call refused before or instead of reaching a provider (the locks use
+// their own codes, e.g. FORBIDDEN_MTLS).
+func (m *Metrics) Refused(code string) {
 	if m != nil {
 		m.refusals.WithLabelValues(code).Inc()
 	}
+}
+
+// Done records a call's end: its duration since it arrived, by provider and model (empty
+// until Route found them) and outcome — "ok" or the error's code, which is also counted
+// as a refusal. The handler calls it for a request it could not parse; Measure for the rest.
+func (m *Metrics) Done(call *Call, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = apierr.As(err).Code
+		m.Refused(outcome)
+	}
+	m.observe(call.Route.ProviderName, call.Route.Model, outcome, time.Since(call.Arrived))
+}
+
+// Measure is the outermost link: every call's duration and outcome, and what an answered
+// call was billed.
+type Measure struct {
+	Next    Chatter
+	Metrics *Metrics
+}
+
+// Chat records the call's outcome around the rest of the chain.
+func (l *Measure) Chat(ctx context.Context, call *Call) (res *Result, err error) {
+	defer func() { l.Metrics.Done(call, err) }()
+	res, err = l.Next.Chat(ctx, call)
+	if err == nil && !res.Replayed {
+		l.Metrics.billed(call.Route.ProviderName, call.Route.Model, res.In, res.Out, res.Cached, res.CostUSD)
+	}
+	return res, err
+}
+
+// MeasureAttempt sits on the adapter: each attempt's time at the provider and its answer's
+// HTTP status (0: network failure). Failures that are not the provider's (a caller's
+// stream callback) are not counted.
+type MeasureAttempt struct {
+	Next    Chatter
+	Metrics *Metrics
+}
+
+// Chat records one attempt.
+func (l *MeasureAttempt) Chat(ctx context.Context, call *Call) (*Result, error) {
+	res, err := l.Next.Chat(ctx, call)
+	route := call.Route
+	if err == nil {
+		l.Metrics.attempt(route.ProviderName, route.Model, "200", call.Latency)
+	} else if pe, ok := errors.AsType[*provider.Error](err); ok {
+		l.Metrics.attempt(route.ProviderName, route.Model, strconv.Itoa(pe.Status), call.Latency)
+	}
+	return res, err
 }

@@ -1,0 +1,73 @@
+package pipeline
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchyard-ai/switchyard/provider-router/internal/credential"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/provider/adapters"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+)
+
+// Credential opens the route's provider credential and sets call.Adapter: the adapter of
+// the provider config with its current key, built once and rebuilt when the config or the
+// credential changed. Without a Store providers are called without a key.
+type Credential struct {
+	Next       Chatter
+	Store      *credential.Store
+	HTTPClient *http.Client
+
+	mu       sync.Mutex
+	adapters map[string]cachedAdapter
+}
+
+type cachedAdapter struct {
+	adapter provider.Adapter
+	version time.Time
+	credVer time.Time
+}
+
+// Chat sets call.Adapter and calls on.
+func (l *Credential) Chat(ctx context.Context, call *Call) (*Result, error) {
+	a, err := l.adapter(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	call.Adapter = a
+	return l.Next.Chat(ctx, call)
+}
+
+func (l *Credential) adapter(ctx context.Context, call *Call) (provider.Adapter, error) {
+	route := call.Route
+	var key string
+	var credVer time.Time
+	if l.Store != nil {
+		secret, ver, found, err := l.Store.Get(ctx, route.ProviderID)
+		if err != nil {
+			return nil, apierr.New(http.StatusServiceUnavailable, "CREDENTIAL_UNAVAILABLE",
+				"The router could not open the provider's credential.",
+				"Operators: check the router's key ring (SWITCHYARD_ROUTER_KEYS_FILE) holds the key the credential was sealed with.").
+				With("provider", route.ProviderName).Wrap(err)
+		}
+		if found {
+			key, credVer = secret.Reveal(), ver
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a, ok := l.adapters[route.ProviderID]; ok && a.version.Equal(route.UpdatedAt) && a.credVer.Equal(credVer) {
+		return a.adapter, nil
+	}
+	a, err := adapters.New(provider.Config{Kind: route.Kind, BaseURL: route.BaseURL, APIKey: key, HTTPClient: l.HTTPClient})
+	if err != nil {
+		return nil, apierr.Internal(err)
+	}
+	if l.adapters == nil {
+		l.adapters = map[string]cachedAdapter{}
+	}
+	l.adapters[route.ProviderID] = cachedAdapter{adapter: a, version: route.UpdatedAt, credVer: credVer}
+	return a, nil
+}

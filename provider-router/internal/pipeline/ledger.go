@@ -1,0 +1,63 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
+	"github.com/switchyard-ai/switchyard/shared/aichat"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
+)
+
+// answer is the router's response body: the provider's answer with its billing.
+type answer struct {
+	openai.ChatCompletionResponse
+	aichat.Billing
+}
+
+// Ledger charges each answered call at call.Price and records it in the usage ledger
+// before the answer can be written: the entry is stored durably — and, for a step's call,
+// the answer handed to repeated calls of the pair (Step), in the same Redis round trip —
+// so a router that dies right after answering loses neither. The record does not wait for
+// a caller that went away. It sets the Result's Body and what was charged.
+type Ledger struct {
+	Next   Chatter
+	Writer *ledger.Writer
+}
+
+// Chat calls on and records what the provider's answer cost.
+func (l *Ledger) Chat(ctx context.Context, call *Call) (*Result, error) {
+	res, err := l.Next.Chat(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	route, resp := call.Route, res.Resp
+	if resp.Model == "" {
+		resp.Model = route.Model
+	}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		res.Cached = int64(d.CachedTokens)
+	}
+	res.In, res.Out = int64(resp.Usage.PromptTokens), int64(resp.Usage.CompletionTokens)
+	if call.Priced {
+		res.CostUSD = call.Price.Cost(res.In, res.Out, res.Cached)
+	}
+	body, err := json.Marshal(answer{ChatCompletionResponse: resp.ChatCompletionResponse,
+		Billing: aichat.Billing{Provider: route.ProviderName, CostUSD: res.CostUSD}})
+	if err != nil {
+		res.Settle(context.WithoutCancel(ctx))
+		return nil, apierr.Internal(err)
+	}
+	res.Body = body
+	entry := ledger.Entry{
+		CallKey: ledger.CallKey(call.JobID, call.StepKey, call.Step.Token()), StepKey: call.StepKey,
+		OrgID: call.OrgID, UserID: call.UserID, RunID: call.JobID, ChainID: call.ChainID, JobType: call.JobType,
+		Provider: route.ProviderName, Model: route.Model, TokensIn: res.In, TokensOut: res.Out, TokensCached: res.Cached,
+		CostUSD: res.CostUSD, Latency: call.Latency, QueueWait: call.QueueWait + call.Waited,
+	}
+	bctx := context.WithoutCancel(ctx)
+	l.Writer.Record(bctx, entry, call.Step.Finish(bctx, body))
+	return res, nil
+}
