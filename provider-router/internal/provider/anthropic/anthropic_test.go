@@ -8,6 +8,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/provider-router/internal/pipeline/pipelinetest"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider/anthropic"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider/providertest"
@@ -22,6 +23,13 @@ func newAdapter(t *testing.T, baseURL, apiKey string) provider.Adapter {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	providertest.Run(t, providertest.Driver{New: newAdapter, Wire: wire{}, ToolCallIDs: true, RateLimitHeaders: true})
+}
+
+// TestConformanceThroughTheRouter passes the suite through the router's whole chain
+// (pipeline.New: every link on), so no link changes what the adapter sends or answers.
+func TestConformanceThroughTheRouter(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, providertest.Driver{New: pipelinetest.Start(t).New(provider.Anthropic), Wire: wire{}, ToolCallIDs: true, RateLimitHeaders: true})
 }
 
 func TestNew(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/provider-router/internal/pipeline/pipelinetest"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider/openaicompat"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/provider/providertest"
@@ -27,6 +28,19 @@ func TestConformance(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			providertest.Run(t, providertest.Driver{New: newAdapter(kind), Wire: wire{}, ToolCallIDs: true, RateLimitHeaders: true})
+		})
+	}
+}
+
+// TestConformanceThroughTheRouter passes the suite through the router's whole chain
+// (pipeline.New: every link on), so no link changes what an adapter sends or answers.
+func TestConformanceThroughTheRouter(t *testing.T) {
+	t.Parallel()
+	stack := pipelinetest.Start(t)
+	for _, kind := range []provider.Kind{provider.OpenAI, provider.OpenAICompatible} {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			providertest.Run(t, providertest.Driver{New: stack.New(kind), Wire: wire{}, ToolCallIDs: true, RateLimitHeaders: true})
 		})
 	}
 }
