@@ -48,6 +48,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	github.com/switchyard-ai/switchyard/migrations v0.0.0
+	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
 	golang.org/x/sync v0.24.0
 )
@@ -63,5 +64,6 @@ require (
 
 replace (
 	github.com/switchyard-ai/switchyard/migrations => ../migrations
+	github.com/switchyard-ai/switchyard/runstore => ../runstore
 	github.com/switchyard-ai/switchyard/shared => ../shared
 )

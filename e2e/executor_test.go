@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -226,7 +227,7 @@ func (b *execBundle) review(t *testing.T, runID, decision string) {
 	_, err := b.pool.Exec(ctx, `INSERT INTO reviews (run_id, org_id, decision, reviewer, reason)
 		VALUES ($1, $2, $3, 'e2e-reviewer', 'checked')`, runID, b.orgID, decision)
 	require.NoError(t, err)
-	_, err = run.Transition(ctx, b.pool, runID, run.Queued, run.Change{})
+	_, err = runstore.New(b.pool).Transition(ctx, runID, []run.Status{run.PendingReview}, run.Queued, runstore.Change{})
 	require.NoError(t, err)
 	tier := queue.Tier("default", run.PriorityNormal)
 	insp := asynq.NewInspector(b.asynq)

@@ -6,6 +6,7 @@ require (
 	code.dny.dev/ssrf v0.3.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -47,10 +48,12 @@ require (
 	github.com/sethvargo/go-retry v0.5.0
 	github.com/stretchr/testify v1.12.1
 	github.com/switchyard-ai/switchyard/migrations v0.0.0
+	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
 )
 
 replace (
 	github.com/switchyard-ai/switchyard/migrations => ../migrations
+	github.com/switchyard-ai/switchyard/runstore => ../runstore
 	github.com/switchyard-ai/switchyard/shared => ../shared
 )

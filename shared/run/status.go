@@ -1,5 +1,7 @@
-// Package run defines a run's lifecycle — its statuses and the legal transitions between
-// them — and is the one place that changes a run's status in Postgres.
+// Package run defines a run's lifecycle — its statuses and the one table of legal
+// transitions between them — and the other run types services agree on. The run store
+// (runstore) is the one place that changes a run's status in Postgres, and it checks every
+// change against this table.
 package run
 
 import "slices"

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/span"
 )
 
@@ -32,17 +32,17 @@ func jobNotFound(id string) error { return dispatch.JobNotFound(id) }
 
 // runFor loads a run of the caller's organisation, or answers 404 exactly as for a
 // missing one.
-func (s *Server) runFor(c echo.Context) (store.Run, error) {
+func (s *Server) runFor(c echo.Context) (runstore.Run, error) {
 	id := c.Param("id")
 	if _, err := uuid.Parse(id); err != nil {
-		return store.Run{}, jobNotFound(id)
+		return runstore.Run{}, jobNotFound(id)
 	}
-	r, err := store.GetRun(c.Request().Context(), s.DB, principal(c).OrgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Run{}, jobNotFound(id)
+	r, err := s.runs().GetRun(c.Request().Context(), principal(c).OrgID, id)
+	if errors.Is(err, runstore.ErrNotFound) {
+		return runstore.Run{}, jobNotFound(id)
 	}
 	if err != nil {
-		return store.Run{}, dispatchDBError(err)
+		return runstore.Run{}, dispatchDBError(err)
 	}
 	return r, nil
 }
@@ -61,7 +61,7 @@ func (s *Server) getSpans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	spans, err := span.List(c.Request().Context(), s.DB, r.OrgID, r.JobID)
+	spans, err := s.runs().ListSpans(c.Request().Context(), r.OrgID, r.JobID)
 	if err != nil {
 		return dispatchDBError(err)
 	}

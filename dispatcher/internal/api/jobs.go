@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -35,7 +35,7 @@ func badQuery(param, msg string) *apierr.Error {
 }
 
 func (s *Server) listRuns(c echo.Context) error {
-	f := store.ListFilter{Limit: 50, JobType: c.QueryParam("job_type"), Queue: c.QueryParam("queue")}
+	f := runstore.ListFilter{Limit: 50, JobType: c.QueryParam("job_type"), Queue: c.QueryParam("queue")}
 	if st := c.QueryParam("status"); st != "" {
 		for _, v := range strings.Split(st, ",") {
 			if !run.Status(v).Valid() {
@@ -70,7 +70,7 @@ func (s *Server) listRuns(c echo.Context) error {
 		}
 		f.AfterCreated, f.AfterID = &t, id
 	}
-	runs, err := store.ListRuns(c.Request().Context(), s.DB, principal(c).OrgID, f)
+	runs, err := s.runs().ListRuns(c.Request().Context(), principal(c).OrgID, f)
 	if err != nil {
 		return dispatchDBError(err)
 	}
@@ -113,7 +113,7 @@ func (s *Server) runEvents(c echo.Context) error {
 			return badQuery("after", "must be a sequence number ≥ 0")
 		}
 	}
-	events, err := event.Replay(c.Request().Context(), s.DB, r.OrgID, r.JobID, after)
+	events, err := s.runs().Replay(c.Request().Context(), r.OrgID, r.JobID, after)
 	if err != nil {
 		return dispatchDBError(err)
 	}
@@ -199,7 +199,7 @@ func (s *Server) cancel(c echo.Context) error {
 
 // reviewItem is one entry of the review queue.
 type reviewItem struct {
-	store.Run
+	runstore.Run
 	Payload        any             `json:"payload"`
 	Tools          []string        `json:"tools"`
 	CostCeilingUSD *float64        `json:"costCeilingUsd"`
@@ -214,7 +214,7 @@ func (s *Server) reviews(c echo.Context) error {
 	if err != nil {
 		return dispatchDBError(err)
 	}
-	runs, err := store.ListRuns(ctx, s.DB, p.OrgID, store.ListFilter{
+	runs, err := s.runs().ListRuns(ctx, p.OrgID, runstore.ListFilter{
 		Statuses: []string{string(run.HeldForReview), string(run.PendingReview)}, Limit: 200})
 	if err != nil {
 		return dispatchDBError(err)
@@ -231,7 +231,7 @@ func (s *Server) reviews(c echo.Context) error {
 			CostCeilingUSD *float64 `json:"cost_ceiling_usd"`
 			RiskLevel      string   `json:"risk_level"`
 		}
-		if err := store.SkillSnapshot(ctx, s.DB, r.JobID, &snap); err != nil {
+		if err := s.runs().SkillSnapshot(ctx, r.JobID, &snap); err != nil {
 			return dispatchDBError(err)
 		}
 		if snap.Tools != nil {
@@ -239,7 +239,7 @@ func (s *Server) reviews(c echo.Context) error {
 		}
 		it.CostCeilingUSD, it.RiskLevel = snap.CostCeilingUSD, snap.RiskLevel
 		if r.Status == string(run.PendingReview) {
-			if it.Pending, err = store.LastEventData(ctx, s.DB, r.JobID, event.JobHeld); err != nil {
+			if it.Pending, err = s.runs().LastEventData(ctx, r.JobID, event.JobHeld); err != nil {
 				return dispatchDBError(err)
 			}
 		}

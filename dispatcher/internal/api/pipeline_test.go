@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/callback"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
@@ -238,7 +239,7 @@ func TestCancelQueuedHeldAndFinished(t *testing.T) {
 	// A running job is asked to stop: the state is set for the executor.
 	_, res = b.dispatch(demo)
 	running := res["jobId"].(string)
-	_, err = run.Claim(context.Background(), b.pool, running)
+	_, err = runstore.New(b.pool).Claim(context.Background(), running)
 	require.NoError(t, err)
 	code, res = b.do(b.key, http.MethodPost, "/api/v1/dispatch/"+running+"/cancel", "")
 	require.Equal(t, http.StatusAccepted, code)
@@ -458,10 +459,10 @@ func TestApprovePausedRunReplacesItsFinishedTask(t *testing.T) {
 	srv := asynq.NewServer(opt, asynq.Config{Queues: map[string]int{tier: 1}, TaskCheckInterval: 10 * time.Millisecond,
 		Logger: quietLogger{}})
 	require.NoError(t, srv.Start(asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
-		if _, err := run.Claim(ctx, b.pool, id); err != nil {
+		if _, err := runstore.New(b.pool).Claim(ctx, id); err != nil {
 			return err
 		}
-		_, err := run.Transition(ctx, b.pool, id, run.PendingReview, run.Change{})
+		_, err := runstore.New(b.pool).Transition(ctx, id, nil, run.PendingReview, runstore.Change{})
 		close(done)
 		return err
 	})))

@@ -23,10 +23,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 	"github.com/switchyard-ai/switchyard/shared/periodic"
 )
@@ -82,29 +81,14 @@ func (s *Sender) Start(ctx context.Context) {
 // Stop ends delivery.
 func (s *Sender) Stop() { s.loop.Stop() }
 
-type due struct {
-	ID, OrgID, URL, Secret string
-	Allow                  []string
-	Attempts               int
-}
+type due = runstore.DueCallback
 
 // Once delivers the callbacks that are due and returns how many it tried.
 func (s *Sender) Once(ctx context.Context) (int, error) {
 	// Claim with a lease: a crashed sender's claims come due again after it.
-	rows, err := s.DB.Query(ctx, `UPDATE runs r SET callback_next_at = now() + interval '60 seconds'
-		FROM orgs o
-		WHERE r.id IN (SELECT id FROM runs
-			WHERE callback_url <> '' AND finished_at IS NOT NULL AND callback_done_at IS NULL
-			  AND (callback_next_at IS NULL OR callback_next_at <= now())
-			ORDER BY callback_next_at NULLS FIRST, finished_at LIMIT 20 FOR UPDATE SKIP LOCKED)
-		  AND o.id = r.org_id
-		RETURNING r.id, r.org_id, r.callback_url, o.callback_secret, o.callback_allowlist, r.callback_attempts`)
+	dues, err := runstore.New(s.DB).ClaimCallbacks(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("claiming callbacks: %w", err)
-	}
-	dues, err := pgx.CollectRows(rows, pgx.RowToStructByPos[due])
-	if err != nil {
-		return 0, fmt.Errorf("claiming callbacks: %w", err)
+		return 0, err
 	}
 	var wg sync.WaitGroup
 	for _, d := range dues {
@@ -116,7 +100,7 @@ func (s *Sender) Once(ctx context.Context) (int, error) {
 
 func (s *Sender) deliver(ctx context.Context, d due) {
 	log := s.Log.With("job_id", d.ID, "org_id", d.OrgID)
-	r, err := store.GetRun(ctx, s.DB, d.OrgID, d.ID)
+	r, err := runstore.New(s.DB).GetRun(ctx, d.OrgID, d.ID)
 	if err != nil {
 		log.Warn("reading run for callback", "error", err)
 		return
@@ -178,8 +162,7 @@ func (s *Sender) retry(ctx context.Context, log *slog.Logger, d due, code int, m
 	}
 	delay := time.Second << min(attempt, 10)
 	s.record(ctx, d, attempt, code, msg)
-	if _, err := s.DB.Exec(ctx, `UPDATE runs SET callback_attempts = $2, callback_next_at = now() + $3::interval
-		WHERE id = $1`, d.ID, attempt, delay.String()); err != nil {
+	if err := runstore.New(s.DB).RetryCallback(ctx, d.ID, attempt, delay); err != nil {
 		log.Warn("scheduling callback retry", "error", err)
 	}
 	log.Warn("callback failed; will retry", "attempt", attempt, "status_code", code, "retry_in", delay.String())
@@ -188,8 +171,7 @@ func (s *Sender) retry(ctx context.Context, log *slog.Logger, d due, code int, m
 func (s *Sender) finish(ctx context.Context, log *slog.Logger, d due, code int, status, msg string) {
 	attempt := d.Attempts + 1
 	s.record(ctx, d, attempt, code, msg)
-	if _, err := s.DB.Exec(ctx, `UPDATE runs SET callback_attempts = $2, callback_done_at = now(), callback_status = $3
-		WHERE id = $1`, d.ID, attempt, status); err != nil {
+	if err := runstore.New(s.DB).EndCallback(ctx, d.ID, attempt, status); err != nil {
 		log.Warn("recording callback outcome", "error", err)
 	}
 	if status == "delivered" {

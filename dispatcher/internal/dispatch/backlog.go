@@ -54,7 +54,7 @@ func (b *backlogs) of(orgID string) *orgBacklog {
 }
 
 // admit charges n new runs to the organisation's backlog, or refuses them all.
-func (b *backlogs) admit(ctx context.Context, db store.DB, org store.Org, n int) error {
+func (b *backlogs) admit(ctx context.Context, db liveCounter, org store.Org, n int) error {
 	if org.MaxBacklog <= 0 {
 		return nil
 	}
@@ -62,7 +62,7 @@ func (b *backlogs) admit(ctx context.Context, db store.DB, org store.Org, n int)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if now := time.Now(); now.Sub(o.readAt) >= backlogRefresh {
-		live, err := store.LiveRuns(ctx, db, org.ID, org.MaxBacklog+1)
+		live, err := db.LiveRuns(ctx, org.ID, org.MaxBacklog+1)
 		if err != nil {
 			return dbError(fmt.Errorf("reading the organisation's backlog: %w", err))
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/ids"
@@ -180,7 +181,7 @@ func (s *Service) admitBacklog(ctx context.Context, org store.Org, items []batch
 	if n == 0 {
 		return
 	}
-	if err := s.backlog.admit(ctx, s.DB, org, n); err != nil {
+	if err := s.backlog.admit(ctx, s.runs(), org, n); err != nil {
 		for i := range items {
 			if it := &items[i]; queued(it) {
 				it.err = err
@@ -220,7 +221,7 @@ func (s *Service) answerItems(ctx context.Context, orgID, batchID string, items 
 			continue
 		}
 		switch err := failed[it.job]; {
-		case errors.Is(err, store.ErrDuplicate):
+		case errors.Is(err, runstore.ErrDuplicate):
 			var found Result
 			found, it.err = s.taken(ctx, orgID, it.req.IdempotencyKey)
 			it.res = &found
@@ -340,7 +341,7 @@ func claimKeys(items []batchItem) {
 // and four statements however many jobs. When a statement fails — a key another request took
 // since it was looked up, data Postgres refuses — nothing was written: then the batch's row
 // is written alone and each job on its own, so that a failure stays with the job it belongs
-// to. It returns the jobs that were not written, with why (store.ErrDuplicate for a taken
+// to. It returns the jobs that were not written, with why (runstore.ErrDuplicate for a taken
 // key); err is set, and nothing written, when Postgres cannot be reached.
 func (s *Service) writeBatch(ctx context.Context, batchID, orgID string, size int, jobs []*job) (map[*job]error, error) {
 	failed := map[*job]error{}
@@ -353,9 +354,9 @@ func (s *Service) writeBatch(ctx context.Context, batchID, orgID string, size in
 		}
 	}
 	b := &pgx.Batch{}
-	store.QueueNewBatch(b, batchID, orgID, size)
+	runstore.QueueNewBatch(b, batchID, orgID, size)
 	all.queue(b)
-	err := s.DB.SendBatch(ctx, b).Close()
+	err := s.runs().SendBatch(ctx, b)
 	if err == nil {
 		return failed, nil
 	}
@@ -368,7 +369,7 @@ func (s *Service) writeBatch(ctx context.Context, batchID, orgID string, size in
 			s.snapshots.forget(j.snap.Digest)
 		}
 	}
-	if err := store.InsertBatch(ctx, s.DB, batchID, orgID, size); err != nil {
+	if err := s.runs().InsertBatch(ctx, batchID, orgID, size); err != nil {
 		return nil, err
 	}
 	for _, j := range jobs {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/ids"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
@@ -36,8 +36,8 @@ func TestBatchWriteFailureStaysWithItsJob(t *testing.T) {
 			runID: env.JobID}
 	}
 	refused := newJob("")
-	refused.rows.runs = store.RunBatch{}
-	refused.rows.runs.Add(store.NewRun{ID: refused.runID, OrgID: orgID, TraceID: ids.New(), JobType: "noop",
+	refused.rows.runs = runstore.RunBatch{}
+	refused.rows.runs.Add(runstore.NewRun{ID: refused.runID, OrgID: orgID, TraceID: ids.New(), JobType: "noop",
 		SkillVersion: 1, SkillSnapshotDigest: snap.Digest, ExecutionType: "llm_only", Queue: "default",
 		Priority: "normal", Status: "queued", Payload: []byte(`{"n":"\u0000"}`)})
 	jobs := []*job{newJob(""), newJob("k"), refused, newJob("fresh")}
@@ -45,7 +45,7 @@ func TestBatchWriteFailureStaysWithItsJob(t *testing.T) {
 	failed, err := s.writeBatch(ctx, batchID, orgID, 4, jobs)
 	require.NoError(t, err)
 	require.Len(t, failed, 2)
-	require.ErrorIs(t, failed[jobs[1]], store.ErrDuplicate)
+	require.ErrorIs(t, failed[jobs[1]], runstore.ErrDuplicate)
 	require.Equal(t, http.StatusBadRequest, dbError(failed[refused]).Status, "%v", failed[refused])
 	var runs, batches int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM runs WHERE id = ANY($1::uuid[])),

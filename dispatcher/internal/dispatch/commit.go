@@ -7,18 +7,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
-	"github.com/switchyard-ai/switchyard/shared/event"
-	"github.com/switchyard-ai/switchyard/shared/span"
+	"github.com/switchyard-ai/switchyard/runstore"
 )
 
 // rows are what dispatches write when they are accepted: their runs, their dispatch and
 // governance spans and their first events. Each kind is one statement, however many
 // dispatches the rows hold.
 type rows struct {
-	runs   store.RunBatch
-	spans  span.Batch
-	events event.Firsts
+	runs   runstore.RunBatch
+	spans  runstore.SpanBatch
+	events runstore.Firsts
 }
 
 func (w *rows) append(other *rows) {
@@ -39,7 +37,7 @@ func (w *rows) queue(b *pgx.Batch) {
 func (w *rows) write(ctx context.Context, db *pgxpool.Pool) error {
 	b := &pgx.Batch{}
 	w.queue(b)
-	return db.SendBatch(ctx, b).Close()
+	return runstore.New(db).SendBatch(ctx, b)
 }
 
 // committer groups the rows of concurrent dispatches into one implicit transaction: one

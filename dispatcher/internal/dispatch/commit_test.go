@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/span"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
@@ -37,7 +38,7 @@ func dispatchRows(t *testing.T, snap store.Snapshot, idempotencyKey string) (*ro
 	orgID := snap.OrgID
 	id, trace := uuid.NewString(), uuid.NewString()
 	var w rows
-	w.runs.Add(store.NewRun{ID: id, OrgID: orgID, TraceID: trace, JobType: "noop", SkillVersion: 1,
+	w.runs.Add(runstore.NewRun{ID: id, OrgID: orgID, TraceID: trace, JobType: "noop", SkillVersion: 1,
 		SkillSnapshotDigest: snap.Digest, ExecutionType: "llm_only", Queue: "default", Priority: "normal",
 		Status: "queued", Payload: []byte(`{"n":1}`), IdempotencyKey: idempotencyKey})
 	root := span.Start(id, orgID, trace, "", span.Dispatch, "dispatch noop")

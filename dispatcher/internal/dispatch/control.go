@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
@@ -40,7 +41,7 @@ func JobNotFound(id string) *apierr.Error {
 		With("job_id", id)
 }
 
-func conflict(code, msg string, r store.Run) *apierr.Error {
+func conflict(code, msg string, r runstore.Run) *apierr.Error {
 	return apierr.New(http.StatusConflict, code, msg,
 		"GET /api/v1/dispatch/{id} shows the job's current status.").With("job_id", r.JobID, "status", r.Status)
 }
@@ -57,8 +58,8 @@ func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason strin
 }
 
 func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, reason string) (ControlResult, error) {
-	r, err := store.GetRun(ctx, s.DB, p.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	r, err := s.runs().GetRun(ctx, p.OrgID, id)
+	if errors.Is(err, runstore.ErrNotFound) {
 		return ControlResult{}, JobNotFound(id)
 	}
 	if err != nil {
@@ -74,7 +75,10 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 	}
 	var envs []event.Envelope
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		if _, err := run.Transition(ctx, tx, id, to, run.Change{}); err != nil {
+		rs := runstore.New(tx)
+		// Only a held or paused run is reviewed: one that moved on since it was read (another
+		// reviewer, a resumed attempt) is refused, not moved again.
+		if _, err := rs.Transition(ctx, id, []run.Status{run.HeldForReview, run.PendingReview}, to, runstore.Change{}); err != nil {
 			return err
 		}
 		if err := store.InsertReview(ctx, tx, id, p.OrgID, decision, p.Actor(), reason); err != nil {
@@ -82,19 +86,19 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 		}
 		sp := span.Start(id, p.OrgID, r.TraceID, id, span.GovernanceReview, decision+" by "+p.KeyName).
 			Set("decision", decision).Set("reviewer", p.Actor()).Set("reason", reason).Set("from_status", string(from))
-		if err := span.Save(ctx, tx, sp.End(span.OK)); err != nil {
+		if err := rs.SaveSpan(ctx, sp.End(span.OK)); err != nil {
 			return err
 		}
-		spanEnv, err := event.Record(ctx, tx, id, p.OrgID, event.JobSpan, sp)
+		spanEnv, err := rs.RecordEvent(ctx, id, p.OrgID, event.JobSpan, sp)
 		if err != nil {
 			return err
 		}
-		env, err := event.Record(ctx, tx, id, p.OrgID, typ, map[string]any{
+		env, err := rs.RecordEvent(ctx, id, p.OrgID, typ, map[string]any{
 			"reviewer": p.Actor(), "reason": reason, "from_status": from, "status": to})
 		envs = append(envs, spanEnv, env)
 		return err
 	})
-	var te *run.TransitionError
+	var te *runstore.TransitionError
 	if errors.As(err, &te) {
 		return ControlResult{}, conflict("JOB_NOT_REVIEWABLE", "The job changed status meanwhile; it can no longer be reviewed.", r)
 	}
@@ -119,7 +123,7 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 
 // Requeue puts a queued run's task (back) on its queue.
 func (s *Service) Requeue(ctx context.Context, id string) error {
-	e, err := store.GetEnqueueInfo(ctx, s.DB, id)
+	e, err := s.runs().GetEnqueueInfo(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -130,8 +134,8 @@ func (s *Service) Requeue(ctx context.Context, id string) error {
 // Cancel stops a job: a queued job is removed from its queue, a held or paused one is
 // cancelled, and a running one is asked to stop at its next step (the executor is woken).
 func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Canceller) (ControlResult, error) {
-	r, err := store.GetRun(ctx, s.DB, p.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	r, err := s.runs().GetRun(ctx, p.OrgID, id)
+	if errors.Is(err, runstore.ErrNotFound) {
 		return ControlResult{}, JobNotFound(id)
 	}
 	if err != nil {
@@ -141,7 +145,7 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 	case st.Terminal():
 		return ControlResult{}, conflict("JOB_ALREADY_FINISHED", "The job has already finished.", r)
 	case st == run.Running:
-		ok, err := store.RequestCancel(ctx, s.DB, p.OrgID, id)
+		ok, err := s.runs().RequestCancel(ctx, p.OrgID, id)
 		if err != nil {
 			return ControlResult{}, dbError(err)
 		}
@@ -158,15 +162,17 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 	data := map[string]any{"by": p.Actor(), "from_status": r.Status}
 	var env event.Envelope
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		if _, err := run.Transition(ctx, tx, id, run.Cancelled, run.Change{
+		// Not from running: a run claimed since it was read is cancelled as a running one.
+		rs := runstore.New(tx)
+		if _, err := rs.Transition(ctx, id, []run.Status{run.HeldForReview, run.Queued, run.PendingReview}, run.Cancelled, runstore.Change{
 			Error: fmt.Appendf(nil, `{"code":"CANCELLED","message":"cancelled by %s"}`, p.Actor())}); err != nil {
 			return err
 		}
 		var err error
-		env, err = event.Record(ctx, tx, id, p.OrgID, event.JobCancelled, data)
+		env, err = rs.RecordEvent(ctx, id, p.OrgID, event.JobCancelled, data)
 		return err
 	})
-	var te *run.TransitionError
+	var te *runstore.TransitionError
 	if errors.As(err, &te) {
 		// The executor claimed it meanwhile: cancel it as a running job.
 		return s.Cancel(ctx, p, id, c)

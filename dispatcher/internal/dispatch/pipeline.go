@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/governance"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/ids"
@@ -121,7 +122,7 @@ func (j *job) build() error {
 	}
 
 	w := &j.rows
-	w.runs.Add(store.NewRun{
+	w.runs.Add(runstore.NewRun{
 		ID: j.runID, OrgID: j.orgID, TraceID: j.traceID, JobType: req.JobType, SkillID: sk.ID,
 		SkillVersion: sk.Version, SkillSnapshotDigest: j.snap.Digest, ExecutionType: sk.ExecutionType,
 		Queue: sk.Queue, Priority: string(j.priority), Status: string(j.status), UserID: req.UserID,
@@ -176,7 +177,7 @@ func (j *job) build() error {
 // write stores one job's rows after its skill snapshot. Without an idempotency key the rows
 // share a transaction with those of other dispatches arriving at the same moment (the group
 // committer); with one they are written on their own, since the key may be taken: then
-// nothing is written and the error is store.ErrDuplicate.
+// nothing is written and the error is runstore.ErrDuplicate.
 func (s *Service) write(ctx context.Context, j *job) error {
 	if err := s.snapshots.ensure(ctx, s.DB, j.snap); err != nil {
 		return err
@@ -185,7 +186,7 @@ func (s *Service) write(ctx context.Context, j *job) error {
 	if j.req.IdempotencyKey == "" {
 		err = s.group.commit(ctx, s.DB, &j.rows)
 	} else if err = j.rows.write(ctx, s.DB); j.rows.runs.Inserted() == 0 {
-		return store.ErrDuplicate
+		return runstore.ErrDuplicate
 	}
 	if store.IsMissingSnapshot(err) {
 		s.snapshots.forget(j.snap.Digest)
@@ -216,7 +217,7 @@ func (s *Service) enqueueAll(ctx context.Context, jobs []*job) []error {
 // takeBack removes runs whose enqueue failed: the client is told they will not run, so they
 // must not.
 func (s *Service) takeBack(ctx context.Context, orgID string, runIDs ...string) {
-	if err := store.DeleteRuns(context.WithoutCancel(ctx), s.DB, orgID, runIDs); err != nil {
+	if err := s.runs().DeleteRuns(context.WithoutCancel(ctx), orgID, runIDs); err != nil {
 		s.Log.Error("removing runs that could not be enqueued", "org_id", orgID, "job_ids", runIDs, "error", err)
 	}
 }

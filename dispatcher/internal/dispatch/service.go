@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/ratelimit"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/registry"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
@@ -159,7 +160,7 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 		return Result{}, err
 	}
 	if j.status == run.Queued {
-		if err := s.backlog.admit(ctx, s.DB, org, 1); err != nil {
+		if err := s.backlog.admit(ctx, s.runs(), org, 1); err != nil {
 			return Result{}, err
 		}
 	}
@@ -168,7 +169,7 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 		return Result{}, apierr.Internal(err)
 	}
 	err = s.write(ctx, j)
-	if errors.Is(err, store.ErrDuplicate) {
+	if errors.Is(err, runstore.ErrDuplicate) {
 		return s.taken(ctx, p.OrgID, req.IdempotencyKey)
 	}
 	if err != nil {
@@ -285,7 +286,7 @@ func (s *Service) taken(ctx context.Context, orgID, key string) (Result, error) 
 // existingKeys returns, by key, the runs any of keys already created: the answers of
 // repeated dispatches.
 func (s *Service) existingKeys(ctx context.Context, orgID string, keys []string) (map[string]Result, error) {
-	runs, err := store.RunsByIdempotencyKeys(ctx, s.DB, orgID, keys)
+	runs, err := s.runs().RunsByIdempotencyKeys(ctx, orgID, keys)
 	if err != nil {
 		return nil, dbError(err)
 	}

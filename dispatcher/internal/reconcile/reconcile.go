@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/periodic"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -65,33 +66,20 @@ func (r *Reconciler) Start(ctx context.Context) {
 // Stop ends the scans.
 func (r *Reconciler) Stop() { r.loop.Stop() }
 
-// scanSQL finds live runs not updated for $1 seconds, oldest first. The partial index
-// runs_live_idx serves it, so a scan reads only live runs, never the finished history.
-const scanSQL = `SELECT id, queue, priority, status FROM runs
-	WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => $1)
-	ORDER BY updated_at LIMIT 500`
-
-type candidate struct {
-	ID, Queue, Priority, Status string
-}
-
 // Once runs one scan and returns how many runs it re-enqueued.
 func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	grace := r.Grace
 	if grace == 0 {
 		grace = 10 * time.Second
 	}
-	var cands []candidate
+	var cands []runstore.Stranded
 	err := pgx.BeginFunc(ctx, r.DB, func(tx pgx.Tx) error {
 		var got bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey).Scan(&got); err != nil || !got {
 			return err
 		}
-		rows, err := tx.Query(ctx, scanSQL, grace.Seconds())
-		if err != nil {
-			return err
-		}
-		cands, err = pgx.CollectRows(rows, pgx.RowToStructByPos[candidate])
+		var err error
+		cands, err = runstore.New(tx).StrandedRuns(ctx, grace)
 		return err
 	})
 	if err != nil {

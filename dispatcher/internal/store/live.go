@@ -5,36 +5,31 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 )
 
 // Live is what the WebSocket stream reads from Postgres: the event journal for replay and
-// which chain a run belongs to.
+// which chain a run belongs to (from the run store), and whether a chain exists.
 type Live struct {
 	DB *pgxpool.Pool
 }
 
 // Replay returns the run's journaled events with seq greater than after, in order.
 func (l Live) Replay(ctx context.Context, orgID, runID string, after int64) ([]event.Envelope, error) {
-	return event.Replay(ctx, l.DB, orgID, runID, after)
+	return runstore.New(l.DB).Replay(ctx, orgID, runID, after)
 }
 
 // RunChain returns the chain a run of the organisation belongs to ("" for none), or
 // ErrNotFound when the organisation has no such run.
 func (l Live) RunChain(ctx context.Context, orgID, runID string) (string, error) {
-	var chainID string
-	err := l.DB.QueryRow(ctx, `SELECT COALESCE(chain_id::text, '') FROM runs WHERE id = $1 AND org_id = $2`,
-		runID, orgID).Scan(&chainID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	chainID, err := runstore.New(l.DB).RunChain(ctx, orgID, runID)
+	if errors.Is(err, runstore.ErrNotFound) {
 		return "", ErrNotFound
 	}
-	if err != nil {
-		return "", fmt.Errorf("reading chain of run %s: %w", runID, err)
-	}
-	return chainID, nil
+	return chainID, err
 }
 
 // ChainRuns returns the runs of one of the organisation's chains in creation order, or
@@ -48,10 +43,5 @@ func (l Live) ChainRuns(ctx context.Context, orgID, chainID string) ([]string, e
 	if !exists {
 		return nil, ErrNotFound
 	}
-	rows, err := l.DB.Query(ctx, `SELECT id::text FROM runs WHERE chain_id = $1 AND org_id = $2 ORDER BY created_at, id`,
-		chainID, orgID)
-	if err != nil {
-		return nil, fmt.Errorf("listing runs of chain %s: %w", chainID, err)
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return runstore.New(l.DB).ChainRuns(ctx, orgID, chainID)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
@@ -33,8 +34,8 @@ func (b bundle) referencing(t *testing.T, binding map[string]any) string {
 	require.NoError(t, err)
 	require.NoError(t, store.EnsureSnapshot(b.ctx, b.pool, snap))
 	id := uuid.NewString()
-	var rb store.RunBatch
-	rb.Add(store.NewRun{ID: id, OrgID: b.orgID, TraceID: uuid.NewString(), JobType: "x", SkillVersion: 1,
+	var rb runstore.RunBatch
+	rb.Add(runstore.NewRun{ID: id, OrgID: b.orgID, TraceID: uuid.NewString(), JobType: "x", SkillVersion: 1,
 		SkillSnapshotDigest: snap.Digest, ExecutionType: "llm_only", Queue: "default", Priority: "normal",
 		Status: "queued", Payload: []byte(`{}`)})
 	batch := &pgx.Batch{}
@@ -81,7 +82,7 @@ func TestEnqueueInfoReadsReferencedAndInlineSnapshots(t *testing.T) {
 		{"inline", old, 17, 1},
 		{"neither set: the queue's timeout and 3 retries", bare, 300, 3},
 	} {
-		e, err := store.GetEnqueueInfo(b.ctx, b.pool, tc.id)
+		e, err := runstore.New(b.pool).GetEnqueueInfo(b.ctx, tc.id)
 		require.NoError(t, err, tc.name)
 		require.Equal(t, []any{tc.id, b.orgID, "default", "normal", tc.timeout, tc.retries},
 			[]any{e.ID, e.OrgID, e.Queue, e.Priority, e.TimeoutSeconds, e.MaxRetries}, tc.name)
@@ -89,7 +90,7 @@ func TestEnqueueInfoReadsReferencedAndInlineSnapshots(t *testing.T) {
 		var snap struct {
 			TimeoutSeconds *int `json:"timeout_seconds"`
 		}
-		require.NoError(t, store.SkillSnapshot(b.ctx, b.pool, tc.id, &snap), tc.name)
+		require.NoError(t, runstore.New(b.pool).SkillSnapshot(b.ctx, tc.id, &snap), tc.name)
 		if tc.id != bare {
 			require.NotNil(t, snap.TimeoutSeconds, tc.name)
 			require.Equal(t, tc.timeout, *snap.TimeoutSeconds, tc.name)
@@ -139,8 +140,8 @@ func TestMissingSnapshotIsRecognised(t *testing.T) {
 	b := setup(t)
 	snap, err := store.NewSnapshot(b.orgID, map[string]any{"job_type": "x"})
 	require.NoError(t, err)
-	var rb store.RunBatch
-	rb.Add(store.NewRun{ID: uuid.NewString(), OrgID: b.orgID, TraceID: uuid.NewString(), JobType: "x",
+	var rb runstore.RunBatch
+	rb.Add(runstore.NewRun{ID: uuid.NewString(), OrgID: b.orgID, TraceID: uuid.NewString(), JobType: "x",
 		SkillVersion: 1, SkillSnapshotDigest: snap.Digest, ExecutionType: "llm_only", Queue: "default",
 		Priority: "normal", Status: "queued", Payload: []byte(`{}`)})
 	batch := &pgx.Batch{}

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/stream"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
@@ -87,8 +88,9 @@ func (b *bundle) run(org string) string {
 
 func (b *bundle) emit(org, run string, i int) {
 	b.t.Helper()
-	_, err := b.pub.Emit(b.ctx, b.pool, run, org, event.JobProgress, map[string]any{"i": i})
+	env, err := runstore.New(b.pool).RecordEvent(b.ctx, run, org, event.JobProgress, map[string]any{"i": i})
 	require.NoError(b.t, err)
+	require.NoError(b.t, b.pub.Publish(b.ctx, env))
 }
 
 type client struct {
@@ -176,7 +178,8 @@ func TestReplayThenLiveWithoutGapsOrDuplicates(t *testing.T) {
 	go func() {
 		defer close(emitted)
 		for i := 6; i <= 40; i++ {
-			if _, err := b.pub.Emit(b.ctx, b.pool, run, b.orgA, event.JobProgress, map[string]any{"i": i}); err != nil {
+			env, err := runstore.New(b.pool).RecordEvent(b.ctx, run, b.orgA, event.JobProgress, map[string]any{"i": i})
+			if err != nil || b.pub.Publish(b.ctx, env) != nil {
 				return
 			}
 		}
@@ -223,7 +226,7 @@ func TestGapInPubSubIsFilledFromTheJournal(t *testing.T) {
 	c := b.dial(b.orgA, false, "job_id="+run, nil)
 	require.Empty(t, c.until("stream:subscribed"))
 	// Journaled but never published, as when a publish fails.
-	_, err := event.Record(b.ctx, b.pool, run, b.orgA, event.JobProgress, map[string]any{"lost": true})
+	_, err := runstore.New(b.pool).RecordEvent(b.ctx, run, b.orgA, event.JobProgress, map[string]any{"lost": true})
 	require.NoError(t, err)
 	b.emit(b.orgA, run, 2)
 	require.Equal(t, []int64{1, 2}, []int64{c.next().Seq, c.next().Seq})

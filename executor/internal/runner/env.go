@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"maps"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -68,23 +68,14 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 	// Journal the answer and add it to the run's totals in one statement, before anything
 	// else happens: a retry from here on replays it instead of paying for it again. When the
 	// step was journaled already (by an attempt racing this one) nothing is added twice.
-	var total billing
+	var total runstore.Totals
 	entry, err := json.Marshal(llmEntry{SpanID: sp.ID, Answer: *ans})
 	if err == nil {
+		use := runstore.Usage{TokensIn: int64(ans.Usage.PromptTokens), TokensOut: int64(ans.Usage.CompletionTokens),
+			TokensCached: cachedTokens(ans), CostUSD: ans.CostUSD}
 		err = x.persist(ctx, "llm_answer", step, func(ctx context.Context) error {
-			err := x.DB.QueryRow(ctx, `WITH j AS (
-					INSERT INTO run_journal (run_id, step_key, kind, data) VALUES ($1, $6, 'llm_answer', $7)
-					ON CONFLICT (run_id, step_key) DO NOTHING RETURNING 1)
-				UPDATE runs SET tokens_in = tokens_in + $2, tokens_out = tokens_out + $3,
-					tokens_cached = tokens_cached + $4, cost_usd = cost_usd + $5, llm_calls = llm_calls + 1,
-					waiting_since = NULL
-				WHERE id = $1 AND EXISTS (SELECT 1 FROM j)
-				RETURNING tokens_in, tokens_out, cost_usd::float8, llm_calls`,
-				rn.ID, ans.Usage.PromptTokens, ans.Usage.CompletionTokens, cachedTokens(ans), ans.CostUSD, step, entry).
-				Scan(&total.TokensIn, &total.TokensOut, &total.CostUSD, &total.LLMCalls)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
+			var err error
+			total, _, err = x.runs().JournalLLMAnswer(ctx, rn.ID, step, use, entry)
 			return err
 		})
 	}
@@ -188,7 +179,7 @@ type stepSpans struct {
 // running (abandoned, one statement; each closed span is also sent as job:span) and loads
 // their spans so that StepSpan finds them.
 func (x *execution) resume(ctx context.Context) error {
-	closed, err := span.Abandon(ctx, x.DB, x.run.OrgID, x.run.ID, x.attempt)
+	closed, err := x.runs().AbandonSpans(ctx, x.run.OrgID, x.run.ID, x.attempt)
 	if err != nil {
 		return err
 	}
@@ -198,7 +189,7 @@ func (x *execution) resume(ctx context.Context) error {
 	if len(closed) > 0 {
 		x.log.Info("spans of earlier attempts closed as abandoned", "spans", len(closed), "attempt", x.attempt)
 	}
-	all, err := span.List(ctx, x.DB, x.run.OrgID, x.run.ID)
+	all, err := x.runs().ListSpans(ctx, x.run.OrgID, x.run.ID)
 	if err != nil {
 		return err
 	}
@@ -250,7 +241,7 @@ func (x *execution) queueEvent(typ string, data any) {
 // writeBuffer holds spans and events not yet written.
 type writeBuffer struct {
 	mu     sync.Mutex
-	spans  span.Batch
+	spans  runstore.SpanBatch
 	events []event.Draft
 }
 
@@ -259,15 +250,15 @@ type writeBuffer struct {
 func (x *execution) flush(ctx context.Context) {
 	x.buf.mu.Lock()
 	spans, drafts := x.buf.spans, x.buf.events
-	x.buf.spans, x.buf.events = span.Batch{}, nil
+	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil
 	x.buf.mu.Unlock()
 	if spans.Len() == 0 && len(drafts) == 0 {
 		return
 	}
 	b := &pgx.Batch{}
 	spans.Queue(b)
-	envs := event.QueueRecordAll(b, x.run.ID, x.run.OrgID, drafts)
-	if err := x.DB.SendBatch(ctx, b).Close(); err != nil {
+	envs := runstore.QueueEvents(b, x.run.ID, x.run.OrgID, drafts)
+	if err := x.runs().SendBatch(ctx, b); err != nil {
 		if !transient(err) {
 			x.log.Error("writing spans and events", "error", err)
 			return
@@ -292,7 +283,7 @@ func (x *execution) finish(ctx context.Context, log *slog.Logger, rn Run, st run
 	errBody json.RawMessage, warnings ...string) error {
 	x.buf.mu.Lock()
 	spans, drafts := x.buf.spans, x.buf.events
-	x.buf.spans, x.buf.events = span.Batch{}, nil
+	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil
 	x.buf.mu.Unlock()
 	return x.Runner.conclude(ctx, log, rn, &spans, drafts, st, output, errBody, warnings...)
 }

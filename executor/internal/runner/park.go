@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -125,14 +126,14 @@ func (x *execution) park(ctx context.Context, reason string, delay time.Duration
 	// The park, its event and what the attempt still buffers go in one round trip.
 	x.buf.mu.Lock()
 	spans, drafts := x.buf.spans, x.buf.events
-	x.buf.spans, x.buf.events = span.Batch{}, nil
+	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil
 	x.buf.mu.Unlock()
 	b := &pgx.Batch{}
 	spans.Queue(b)
-	out, err := run.QueueTransition(b, rn.ID, run.Queued, run.Change{ParkedUntil: &until, ParkReason: reason},
+	out, err := runstore.QueueTransition(b, rn.ID, nil, run.Queued, runstore.Change{ParkedUntil: &until, ParkReason: reason},
 		append(slices.Clip(drafts), waiting))
 	if err == nil {
-		err = x.DB.SendBatch(ctx, b).Close()
+		err = x.runs().SendBatch(ctx, b)
 	}
 	if err != nil {
 		// Not parked: a failed attempt, retried with backoff like any other.

@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/tier"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -69,7 +70,7 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: decoding run task: %v", asynq.SkipRetry, err)
 	}
 	log := r.Log.With("job_id", task.RunID, "org_id", task.OrgID)
-	rn, prev, claimed, err := claimRun(ctx, r.DB, task.RunID, started)
+	rn, prev, claimed, err := r.runs().ClaimWork(ctx, task.RunID, started)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 	if !claimed {
 		return r.unclaimed(ctx, log, task.RunID)
 	}
-	// The attempt's number: claimRun returns the count before its own.
+	// The attempt's number: ClaimWork returns the count before its own.
 	x := &execution{Runner: r, run: rn, log: log, resumed: prev == run.Running || rn.Attempts > 0, attempt: rn.Attempts + 1}
 	if rn.StartedAt == nil {
 		x.run.StartedAt = &started
@@ -110,11 +111,11 @@ func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
 	return x.execute(ctx)
 }
 
-// unclaimed handles a task whose run claimRun would not claim: missing, finished, held,
+// unclaimed handles a task whose run ClaimWork would not claim: missing, finished, held,
 // or with a cancellation pending.
 func (r *Runner) unclaimed(ctx context.Context, log *slog.Logger, id string) error {
-	rn, err := loadRun(ctx, r.DB, id)
-	if errors.Is(err, errRunMissing) {
+	rn, err := r.runs().LoadWork(ctx, id)
+	if errors.Is(err, runstore.ErrNotFound) {
 		log.Warn("task for a run that does not exist; dropped")
 		return nil
 	}
@@ -151,16 +152,8 @@ type execution struct {
 	// attempt is this attempt's number (1 for the first); every span it makes carries it.
 	attempt int
 	skill   skill.Skill
-	billing billing
 	buf     writeBuffer
 	spans   stepSpans
-}
-
-type billing struct {
-	TokensIn  int64   `json:"tokens_in"`
-	TokensOut int64   `json:"tokens_out"`
-	CostUSD   float64 `json:"cost_usd"`
-	LLMCalls  int     `json:"llm_calls"`
 }
 
 func (x *execution) execute(ctx context.Context) error {
@@ -243,11 +236,11 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	}
 	// The status and the reasons change together: a reviewer never sees a paused run
 	// without knowing why.
-	err := pgx.BeginFunc(ctx, x.DB, func(tx pgx.Tx) error {
-		if _, err := run.Transition(ctx, tx, x.run.ID, run.PendingReview, run.Change{}); err != nil {
+	err := x.runs().InTx(ctx, func(tx *runstore.Store) error {
+		if _, err := tx.Transition(ctx, x.run.ID, []run.Status{run.Running}, run.PendingReview, runstore.Change{}); err != nil {
 			return err
 		}
-		return addHoldReasons(ctx, tx, x.run.ID, reasons)
+		return tx.AddHoldReasons(ctx, x.run.ID, reasons)
 	})
 	if err != nil {
 		return fmt.Errorf("pausing run for approval: %w", err)
@@ -276,7 +269,7 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	if errors.Is(err, tier.ErrCancelled) || ctx.Err() != nil {
 		// asynq cancels the handler's context when the dispatcher asks it to
 		// (CancelProcessing); cancellation itself is state in Postgres.
-		requested, cerr := cancelRequested(ctx, x.DB, rn.ID)
+		requested, cerr := x.runs().CancelRequested(context.WithoutCancel(ctx), rn.ID)
 		if cerr == nil && requested {
 			return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Cancelled, nil,
 				codedError("CANCELLED", "the run was cancelled while it was running"))
@@ -296,7 +289,7 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	if permanent || retries >= maxRetry {
 		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Failed, nil, e)
 	}
-	if _, terr := run.Transition(context.WithoutCancel(ctx), x.DB, rn.ID, run.Queued, run.Change{AttemptError: e}); terr != nil {
+	if _, terr := x.runs().Transition(context.WithoutCancel(ctx), rn.ID, nil, run.Queued, runstore.Change{AttemptError: e}); terr != nil {
 		x.log.Error("recording failed attempt", "error", terr)
 	}
 	x.Event(ctx, event.JobRetrying, map[string]any{"attempt": rn.Attempts + 1, "error": json.RawMessage(e)})
@@ -334,9 +327,9 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, rn Run, st run.St
 // their numbers in that same update of the run row, and the spans are saved. When the run
 // may not move (a cancellation or another attempt ended it first) the spans and the
 // non-terminal events are written all the same and the refusal is logged.
-func (r *Runner) conclude(ctx context.Context, log *slog.Logger, rn Run, spans *span.Batch, drafts []event.Draft,
+func (r *Runner) conclude(ctx context.Context, log *slog.Logger, rn Run, spans *runstore.SpanBatch, drafts []event.Draft,
 	st run.Status, output map[string]any, errBody json.RawMessage, warnings ...string) error {
-	c := run.Change{Error: errBody}
+	c := runstore.Change{Error: errBody}
 	if errBody != nil {
 		c.AttemptError = errBody
 	}
@@ -377,16 +370,16 @@ func (r *Runner) conclude(ctx context.Context, log *slog.Logger, rn Run, spans *
 	if spans != nil {
 		spans.Queue(b)
 	}
-	out, err := run.QueueTransition(b, rn.ID, st, c, drafts)
+	out, err := runstore.QueueTransition(b, rn.ID, nil, st, c, drafts)
 	if err == nil {
-		err = r.DB.SendBatch(ctx, b).Close()
+		err = r.runs().SendBatch(ctx, b)
 	}
 	if err != nil {
 		log.Error("recording run outcome", "status", st, "error", err)
 		return nil
 	}
 	if !out.Moved {
-		_, err = run.Refused(ctx, r.DB, rn.ID, st)
+		_, err = r.runs().Refused(ctx, rn.ID, st)
 		log.Error("recording run outcome", "status", st, "error", err)
 		r.record(ctx, log, rn, pending)
 		return nil
@@ -413,8 +406,8 @@ func (r *Runner) record(ctx context.Context, log *slog.Logger, rn Run, drafts []
 		return
 	}
 	b := &pgx.Batch{}
-	envs := event.QueueRecordAll(b, rn.ID, rn.OrgID, drafts)
-	if err := r.DB.SendBatch(ctx, b).Close(); err != nil {
+	envs := runstore.QueueEvents(b, rn.ID, rn.OrgID, drafts)
+	if err := r.runs().SendBatch(ctx, b); err != nil {
 		log.Warn("writing events", "error", err)
 		return
 	}
@@ -429,11 +422,12 @@ func (r *Runner) reportStep(ctx context.Context, log *slog.Logger, rn Run) error
 		log.Error("chain step finished but no coordinator queue client is configured")
 		return nil
 	}
-	var output, errBody []byte
-	if err := r.DB.QueryRow(context.WithoutCancel(ctx), `SELECT status, output, error FROM runs WHERE id = $1`, rn.ID).
-		Scan(&rn.Status, &output, &errBody); err != nil {
+	res, err := r.runs().Result(context.WithoutCancel(ctx), rn.ID)
+	if err != nil {
 		return fmt.Errorf("reading chain step %s: %w", rn.ID, err)
 	}
+	rn.Status = res.Status
+	output, errBody := res.Output, res.Error
 	task, err := queue.NewStepDoneTask(queue.StepDone{ChainID: rn.ChainID, Step: rn.ChainStep, RunID: rn.ID,
 		OrgID: rn.OrgID, Status: rn.Status, Output: output, Error: errBody})
 	if err != nil {

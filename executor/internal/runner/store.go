@@ -8,39 +8,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// cancelRequested reports whether the run's cancellation was requested.
-func cancelRequested(ctx context.Context, db run.DB, runID string) (bool, error) {
-	var requested bool
-	err := db.QueryRow(context.WithoutCancel(ctx), `SELECT cancel_requested_at IS NOT NULL FROM runs WHERE id = $1`, runID).
-		Scan(&requested)
-	if err != nil {
-		return false, fmt.Errorf("reading cancellation of run %s: %w", runID, err)
-	}
-	return requested, nil
-}
-
-// journaledAt is journaled plus the time the entry was written.
-func journaledAt(ctx context.Context, db run.DB, runID, step string, dst any) (time.Time, bool, error) {
-	var raw []byte
-	var at time.Time
-	err := db.QueryRow(ctx, `SELECT data, created_at FROM run_journal WHERE run_id = $1 AND step_key = $2`, runID, step).
-		Scan(&raw, &at)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return at, false, nil
-	}
-	if err != nil {
-		return at, false, fmt.Errorf("reading journal step %s: %w", step, err)
-	}
-	return at, true, json.Unmarshal(raw, dst)
-}
 
 // ledgerStart inserts a side-effecting call's ledger row before the call. It reports false
 // when the key is in the ledger already: that call was made (or begun) before.
-func ledgerStart(ctx context.Context, db run.DB, key, runID, orgID, toolName, step string, args json.RawMessage) (bool, error) {
+func ledgerStart(ctx context.Context, db *pgxpool.Pool, key, runID, orgID, toolName, step string, args json.RawMessage) (bool, error) {
 	tag, err := db.Exec(ctx, `INSERT INTO tool_calls (idempotency_key, run_id, org_id, tool_name, step_key, arguments, status)
 		VALUES ($1, $2, $3, $4, $5, $6, 'started') ON CONFLICT (idempotency_key) DO NOTHING`,
 		key, runID, orgID, toolName, step, []byte(args))
@@ -51,7 +24,7 @@ func ledgerStart(ctx context.Context, db run.DB, key, runID, orgID, toolName, st
 }
 
 // ledgerGet returns a ledger row's status and stored response.
-func ledgerGet(ctx context.Context, db run.DB, key string) (string, []byte, error) {
+func ledgerGet(ctx context.Context, db *pgxpool.Pool, key string) (string, []byte, error) {
 	var status string
 	var resp []byte
 	if err := db.QueryRow(ctx, `SELECT status, response FROM tool_calls WHERE idempotency_key = $1`, key).
@@ -62,7 +35,7 @@ func ledgerGet(ctx context.Context, db run.DB, key string) (string, []byte, erro
 }
 
 // ledgerFinish records a side-effecting call's outcome.
-func ledgerFinish(ctx context.Context, db run.DB, key, status string, response any) error {
+func ledgerFinish(ctx context.Context, db *pgxpool.Pool, key, status string, response any) error {
 	raw, err := json.Marshal(response)
 	if err != nil {
 		return err
@@ -79,7 +52,7 @@ type review struct {
 }
 
 // latestReview returns the run's newest review written at or after since.
-func latestReview(ctx context.Context, db run.DB, runID string, since time.Time) (review, bool, error) {
+func latestReview(ctx context.Context, db *pgxpool.Pool, runID string, since time.Time) (review, bool, error) {
 	var r review
 	err := db.QueryRow(ctx, `SELECT decision, reviewer, reason FROM reviews
 		WHERE run_id = $1 AND created_at >= $2 ORDER BY created_at DESC LIMIT 1`, runID, since).
@@ -91,16 +64,4 @@ func latestReview(ctx context.Context, db run.DB, runID string, since time.Time)
 		return r, false, fmt.Errorf("reading reviews of run %s: %w", runID, err)
 	}
 	return r, true, nil
-}
-
-// addHoldReasons appends reasons to the run's hold_reasons, which reviewers read.
-func addHoldReasons(ctx context.Context, db run.DB, runID string, reasons any) error {
-	raw, err := json.Marshal(reasons)
-	if err != nil {
-		return err
-	}
-	if _, err := db.Exec(ctx, `UPDATE runs SET hold_reasons = hold_reasons || $2::jsonb WHERE id = $1`, runID, raw); err != nil {
-		return fmt.Errorf("recording hold reasons of run %s: %w", runID, err)
-	}
-	return nil
 }

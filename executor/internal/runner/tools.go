@@ -42,7 +42,7 @@ func (x *execution) CheckCancel(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	requested, err := cancelRequested(ctx, x.DB, x.run.ID)
+	requested, err := x.runs().CancelRequested(context.WithoutCancel(ctx), x.run.ID)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (x *execution) CallTool(ctx context.Context, step, parentSpanID string, t t
 		entry.Result.Content = "(the tool answered with an empty body)"
 	}
 	if err := x.persist(ctx, "tool_result", step, func(ctx context.Context) error {
-		_, err := journal(ctx, x.DB, x.run.ID, step, "tool_result", entry)
+		_, err := x.journal(ctx, step, "tool_result", entry)
 		return err
 	}); err != nil {
 		x.EndSpan(context.WithoutCancel(ctx), sp, span.Error)
@@ -210,14 +210,14 @@ func (x *execution) Approval(ctx context.Context, step string, held []tier.Held)
 		return d.Decision, err
 	}
 	var pause approvalEntry
-	pausedAt, ok, err := journaledAt(ctx, x.DB, x.run.ID, step, &pause)
+	pausedAt, ok, err := x.runs().Journaled(ctx, x.run.ID, step, &pause)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
 		sp := x.StartSpan(ctx, x.run.ID, span.GovernanceReview, "approval of tool calls",
 			map[string]any{"step": step, "tools": heldTools(held)})
-		if _, err := journal(ctx, x.DB, x.run.ID, step, "decision",
+		if _, err := x.journal(ctx, step, "decision",
 			approvalEntry{Held: held, ReviewSpan: sp.ID, Attempt: x.attempt}); err != nil {
 			return "", err
 		}
@@ -228,7 +228,7 @@ func (x *execution) Approval(ctx context.Context, step string, held []tier.Held)
 		return tier.Pending, err
 	}
 	d = decisionEntry{Decision: tier.Decision(rv.Decision), Reviewer: rv.Reviewer, Reason: rv.Reason}
-	if _, err := journal(ctx, x.DB, x.run.ID, step+"/decision", "decision", d); err != nil {
+	if _, err := x.journal(ctx, step+"/decision", "decision", d); err != nil {
 		return "", err
 	}
 	if pause.ReviewSpan != "" {

@@ -1,4 +1,4 @@
-package run_test
+package runstore_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
@@ -28,10 +29,10 @@ func TestTransition(t *testing.T) {
 
 	t.Run("legal transitions move and stamp the run", func(t *testing.T) {
 		id := newRun(t, pool, run.Queued)
-		from, err := run.Claim(ctx, pool, id)
+		from, err := runstore.New(pool).Claim(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, run.Queued, from)
-		from, err = run.Transition(ctx, pool, id, run.Completed, run.Change{Output: []byte(`{"text":"hi"}`)})
+		from, err = runstore.New(pool).Transition(ctx, id, nil, run.Completed, runstore.Change{Output: []byte(`{"text":"hi"}`)})
 		require.NoError(t, err)
 		require.Equal(t, run.Running, from)
 		var status string
@@ -46,14 +47,14 @@ func TestTransition(t *testing.T) {
 
 	t.Run("an illegal transition is an error and writes nothing", func(t *testing.T) {
 		id := newRun(t, pool, run.Completed)
-		from, err := run.Transition(ctx, pool, id, run.Running, run.Change{Output: []byte(`{"x":1}`)})
-		var te *run.TransitionError
+		from, err := runstore.New(pool).Transition(ctx, id, nil, run.Running, runstore.Change{Output: []byte(`{"x":1}`)})
+		var te *runstore.TransitionError
 		require.ErrorAs(t, err, &te)
 		require.Equal(t, run.Completed, from)
 		var output *string
 		require.NoError(t, pool.QueryRow(ctx, `SELECT output::text FROM runs WHERE id = $1`, id).Scan(&output))
 		require.Nil(t, output)
-		_, err = run.Claim(ctx, pool, id)
+		_, err = runstore.New(pool).Claim(ctx, id)
 		require.ErrorAs(t, err, &te)
 	})
 
@@ -61,8 +62,8 @@ func TestTransition(t *testing.T) {
 		id := newRun(t, pool, run.Queued)
 		_, err := pool.Exec(ctx, `UPDATE runs SET cancel_requested_at = now() WHERE id = $1`, id)
 		require.NoError(t, err)
-		_, err = run.Claim(ctx, pool, id)
-		var te *run.TransitionError
+		_, err = runstore.New(pool).Claim(ctx, id)
+		var te *runstore.TransitionError
 		require.ErrorAs(t, err, &te)
 		var status string
 		var attempts int
@@ -73,7 +74,7 @@ func TestTransition(t *testing.T) {
 
 	t.Run("a re-delivered task may claim a running run again", func(t *testing.T) {
 		id := newRun(t, pool, run.Running)
-		from, err := run.Claim(ctx, pool, id)
+		from, err := runstore.New(pool).Claim(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, run.Running, from)
 	})
@@ -81,11 +82,14 @@ func TestTransition(t *testing.T) {
 	t.Run("started_at is when the first claiming handler started", func(t *testing.T) {
 		id := newRun(t, pool, run.Queued)
 		handlerStart := time.Now().Add(-3 * time.Second).Truncate(time.Microsecond)
-		var prev run.Status
-		require.NoError(t, pool.QueryRow(ctx, run.ClaimStatement("o.old"), id, handlerStart).Scan(&prev))
+		_, prev, ok, err := runstore.New(pool).ClaimWork(ctx, id, handlerStart)
+		require.NoError(t, err)
+		require.True(t, ok)
 		require.Equal(t, run.Queued, prev)
 		// A resumed attempt keeps the run's first start.
-		require.NoError(t, pool.QueryRow(ctx, run.ClaimStatement("o.old"), id, time.Now()).Scan(&prev))
+		_, prev, ok, err = runstore.New(pool).ClaimWork(ctx, id, time.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
 		require.Equal(t, run.Running, prev)
 		var started time.Time
 		require.NoError(t, pool.QueryRow(ctx, `SELECT started_at FROM runs WHERE id = $1`, id).Scan(&started))
@@ -93,8 +97,8 @@ func TestTransition(t *testing.T) {
 	})
 
 	t.Run("a missing run is ErrNotFound", func(t *testing.T) {
-		_, err := run.Transition(ctx, pool, uuid.NewString(), run.Cancelled, run.Change{})
-		require.ErrorIs(t, err, run.ErrNotFound)
+		_, err := runstore.New(pool).Transition(ctx, uuid.NewString(), nil, run.Cancelled, runstore.Change{})
+		require.ErrorIs(t, err, runstore.ErrNotFound)
 	})
 }
 
@@ -127,10 +131,10 @@ func TestQueueTransitionJournalsEventsOnlyWhenTheRunMoves(t *testing.T) {
 
 	t.Run("a run that moves gets its events, numbered after its last", func(t *testing.T) {
 		id, orgID := testkit.NewRun(t, pool, "running")
-		_, err := event.Record(ctx, pool, id, orgID, event.JobStarted, map[string]any{})
+		_, err := runstore.New(pool).RecordEvent(ctx, id, orgID, event.JobStarted, map[string]any{})
 		require.NoError(t, err)
 		b := &pgx.Batch{}
-		out, err := run.QueueTransition(b, id, run.Completed, run.Change{Output: []byte(`{"text":"hi"}`)}, []event.Draft{span, done})
+		out, err := runstore.QueueTransition(b, id, nil, run.Completed, runstore.Change{Output: []byte(`{"text":"hi"}`)}, []event.Draft{span, done})
 		require.NoError(t, err)
 		require.NoError(t, pool.SendBatch(ctx, b).Close())
 		require.True(t, out.Moved)
@@ -144,7 +148,7 @@ func TestQueueTransitionJournalsEventsOnlyWhenTheRunMoves(t *testing.T) {
 		n, seq := eventCount(id)
 		require.Equal(t, 3, n)
 		require.Equal(t, 3, seq)
-		got, err := event.Replay(ctx, pool, orgID, id, 1)
+		got, err := runstore.New(pool).Replay(ctx, orgID, id, 1)
 		require.NoError(t, err)
 		require.Equal(t, out.Events[1].Type, got[1].Type)
 		require.JSONEq(t, `{"status":"completed"}`, string(got[1].Data))
@@ -156,7 +160,7 @@ func TestQueueTransitionJournalsEventsOnlyWhenTheRunMoves(t *testing.T) {
 	t.Run("a run that may not move writes nothing, events included", func(t *testing.T) {
 		id, _ := testkit.NewRun(t, pool, "cancelled")
 		b := &pgx.Batch{}
-		out, err := run.QueueTransition(b, id, run.Completed, run.Change{Output: []byte(`{"x":1}`)}, []event.Draft{span, done})
+		out, err := runstore.QueueTransition(b, id, nil, run.Completed, runstore.Change{Output: []byte(`{"x":1}`)}, []event.Draft{span, done})
 		require.NoError(t, err)
 		require.NoError(t, pool.SendBatch(ctx, b).Close())
 		require.False(t, out.Moved)
@@ -164,8 +168,8 @@ func TestQueueTransitionJournalsEventsOnlyWhenTheRunMoves(t *testing.T) {
 		n, seq := eventCount(id)
 		require.Zero(t, n)
 		require.Zero(t, seq)
-		from, err := run.Refused(ctx, pool, id, run.Completed)
-		var te *run.TransitionError
+		from, err := runstore.New(pool).Refused(ctx, id, run.Completed)
+		var te *runstore.TransitionError
 		require.ErrorAs(t, err, &te)
 		require.Equal(t, run.Cancelled, from)
 	})
@@ -173,7 +177,7 @@ func TestQueueTransitionJournalsEventsOnlyWhenTheRunMoves(t *testing.T) {
 	t.Run("no events: only the move", func(t *testing.T) {
 		id, _ := testkit.NewRun(t, pool, "running")
 		b := &pgx.Batch{}
-		out, err := run.QueueTransition(b, id, run.Failed, run.Change{Error: []byte(`{"code":"X"}`)}, nil)
+		out, err := runstore.QueueTransition(b, id, nil, run.Failed, runstore.Change{Error: []byte(`{"code":"X"}`)}, nil)
 		require.NoError(t, err)
 		require.NoError(t, pool.SendBatch(ctx, b).Close())
 		require.True(t, out.Moved)

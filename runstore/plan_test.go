@@ -1,4 +1,4 @@
-package run
+package runstore
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
@@ -25,13 +26,13 @@ func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 	require.NoError(t, err)
 
 	id := uuid.NewString()
-	transition, _, err := transitionStatement(id, Completed, Change{}, nil)
+	transition, _, err := transitionStatement(id, nil, run.Completed, Change{}, nil)
 	require.NoError(t, err)
 	for name, c := range map[string]struct {
 		sql  string
 		args string
 	}{
-		"claim":      {ClaimStatement("o.old"), `'` + id + `', now()`},
+		"claim":      {claimWorkSQL, `'` + id + `', now()`},
 		"transition": {transition, `'` + id + `', 'completed', '{running}', '{}', '{}'`},
 	} {
 		_, err := conn.Exec(ctx, `PREPARE stmt AS `+c.sql)
@@ -42,4 +43,22 @@ func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 		_, err = conn.Exec(ctx, `DEALLOCATE stmt`)
 		require.NoError(t, err)
 	}
+}
+
+// The reconciler's scan runs every few seconds for the life of the deployment; it must read
+// live runs through their partial index, never the whole table of finished runs. With
+// sequential scans disabled the planner still picks one when no index serves the query, so
+// this fails without runs_live_idx whatever the table holds.
+func TestStrandedScanReadsLiveRunsThroughTheirIndex(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `SET enable_seqscan = off`)
+	require.NoError(t, err)
+	plan := testkit.Explain(t, conn, strandedSQL, 10.0)
+	require.NotContains(t, plan, "Seq Scan", plan)
+	require.Contains(t, plan, "runs_live_idx", plan)
 }

@@ -1,4 +1,4 @@
-package span_test
+package runstore_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/span"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
@@ -26,7 +27,7 @@ func TestBatch(t *testing.T) {
 	t.Parallel()
 	ctx, pool, runID, orgID, traceID := setup(t)
 
-	write := func(sb *span.Batch) {
+	write := func(sb *runstore.SpanBatch) {
 		t.Helper()
 		b := &pgx.Batch{}
 		sb.Queue(b)
@@ -35,7 +36,7 @@ func TestBatch(t *testing.T) {
 
 	// A span started and ended within one batch is written once, in its last state; a span
 	// changed after it was added keeps, in this batch, the state it had.
-	var sb span.Batch
+	var sb runstore.SpanBatch
 	root := span.Start(runID, orgID, traceID, "", span.SkillResolve, "resolve")
 	require.NoError(t, sb.Add(root))
 	require.NoError(t, sb.Add(root.Set("version", 3).End(span.OK)))
@@ -45,7 +46,7 @@ func TestBatch(t *testing.T) {
 	require.Equal(t, 2, sb.Len())
 	write(&sb)
 
-	spans, err := span.List(ctx, pool, orgID, runID)
+	spans, err := runstore.New(pool).ListSpans(ctx, orgID, runID)
 	require.NoError(t, err)
 	require.Len(t, spans, 2)
 	byID := map[string]span.Span{spans[0].ID: spans[0], spans[1].ID: spans[1]}
@@ -59,11 +60,11 @@ func TestBatch(t *testing.T) {
 
 	// A later batch ends the running span and adds its billing.
 	call.Billing = &span.Billing{Provider: "sim", Model: "sim-fast", TokensIn: 12, TokensOut: 34, CostUSD: 0.00012}
-	var next span.Batch
+	var next runstore.SpanBatch
 	require.NoError(t, next.Add(call.End(span.OK)))
 	call.Billing.TokensIn = 999 // added already: the row keeps 12
 	write(&next)
-	spans, err = span.List(ctx, pool, orgID, runID)
+	spans, err = runstore.New(pool).ListSpans(ctx, orgID, runID)
 	require.NoError(t, err)
 	for _, s := range spans {
 		if s.ID == call.ID {
@@ -73,7 +74,7 @@ func TestBatch(t *testing.T) {
 		}
 	}
 
-	var empty span.Batch
+	var empty runstore.SpanBatch
 	b := &pgx.Batch{}
 	empty.Queue(b)
 	require.Zero(t, b.Len())
@@ -88,12 +89,12 @@ func TestAbandon(t *testing.T) {
 	start := func(attempt int, typ span.Type, name string) *span.Span {
 		s := span.Start(runID, orgID, traceID, runID, typ, name)
 		s.Attempt = attempt
-		require.NoError(t, span.Save(ctx, pool, s))
+		require.NoError(t, runstore.New(pool).SaveSpan(ctx, s))
 		return s
 	}
 	dispatch := start(0, span.GovernanceCheck, "governance")
 	done := start(1, span.ReactIteration, "iteration 1")
-	require.NoError(t, span.Save(ctx, pool, done.End(span.OK)))
+	require.NoError(t, runstore.New(pool).SaveSpan(ctx, done.End(span.OK)))
 	iter := start(1, span.ReactIteration, "iteration 2")
 	call := start(1, span.ToolCall, "tool t")
 	review := start(1, span.GovernanceReview, "approval of tool calls")
@@ -102,7 +103,7 @@ func TestAbandon(t *testing.T) {
 		VALUES ($1, 'iter/2/approval', 'decision', jsonb_build_object('review_span_id', $2::text))`, runID, review.ID)
 	require.NoError(t, err)
 
-	closed, err := span.Abandon(ctx, pool, orgID, runID, 2)
+	closed, err := runstore.New(pool).AbandonSpans(ctx, orgID, runID, 2)
 	require.NoError(t, err)
 	var ids []string
 	for _, s := range closed {
@@ -114,7 +115,7 @@ func TestAbandon(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{iter.ID, call.ID}, ids)
 
-	spans, err := span.List(ctx, pool, orgID, runID)
+	spans, err := runstore.New(pool).ListSpans(ctx, orgID, runID)
 	require.NoError(t, err)
 	status := map[string]span.Status{}
 	for _, s := range spans {
@@ -126,7 +127,7 @@ func TestAbandon(t *testing.T) {
 	require.Equal(t, span.Running, status[current.ID], "the resuming attempt's own span")
 	require.Equal(t, span.Abandoned, status[iter.ID])
 
-	again, err := span.Abandon(ctx, pool, orgID, runID, 2)
+	again, err := runstore.New(pool).AbandonSpans(ctx, orgID, runID, 2)
 	require.NoError(t, err)
 	require.Empty(t, again)
 }

@@ -1,4 +1,4 @@
-package event_test
+package runstore_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
@@ -30,13 +31,13 @@ func TestQueueRecordAll(t *testing.T) {
 
 	t.Run("events take consecutive numbers after the run's last, in the order given", func(t *testing.T) {
 		runID, orgID := testkit.NewRun(t, pool, "queued")
-		first, err := event.Record(ctx, pool, runID, orgID, event.JobQueued, map[string]any{"n": 0})
+		first, err := runstore.New(pool).RecordEvent(ctx, runID, orgID, event.JobQueued, map[string]any{"n": 0})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, first.Seq)
 
 		data := map[string]any{"n": 1}
 		b := &pgx.Batch{}
-		envs := event.QueueRecordAll(b, runID, orgID, drafts(t, event.JobStarted, data, event.JobSpan, map[string]any{"n": 2},
+		envs := runstore.QueueEvents(b, runID, orgID, drafts(t, event.JobStarted, data, event.JobSpan, map[string]any{"n": 2},
 			event.JobCompleted, map[string]any{"n": 3}))
 		data["n"] = 99 // drafted already: the journal keeps 1
 		require.NoError(t, pool.SendBatch(ctx, b).Close())
@@ -48,7 +49,7 @@ func TestQueueRecordAll(t *testing.T) {
 			require.Equal(t, orgID, e.OrgID)
 			require.False(t, e.TS.IsZero())
 		}
-		got, err := event.Replay(ctx, pool, orgID, runID, 0)
+		got, err := runstore.New(pool).Replay(ctx, orgID, runID, 0)
 		require.NoError(t, err)
 		require.Len(t, got, 4)
 		for i, typ := range []string{event.JobQueued, event.JobStarted, event.JobSpan, event.JobCompleted} {
@@ -65,7 +66,7 @@ func TestQueueRecordAll(t *testing.T) {
 		_, orgID := testkit.NewRun(t, pool, "queued")
 		missing := uuid.NewString()
 		b := &pgx.Batch{}
-		event.QueueRecordAll(b, missing, orgID, drafts(t, event.JobStarted, map[string]any{}))
+		runstore.QueueEvents(b, missing, orgID, drafts(t, event.JobStarted, map[string]any{}))
 		require.ErrorIs(t, pool.SendBatch(ctx, b).Close(), pgx.ErrNoRows)
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1`, missing).Scan(&n))
@@ -74,7 +75,7 @@ func TestQueueRecordAll(t *testing.T) {
 
 	t.Run("no drafts queue nothing", func(t *testing.T) {
 		b := &pgx.Batch{}
-		require.Nil(t, event.QueueRecordAll(b, uuid.NewString(), uuid.NewString(), nil))
+		require.Nil(t, runstore.QueueEvents(b, uuid.NewString(), uuid.NewString(), nil))
 		require.Zero(t, b.Len())
 	})
 }

@@ -1,39 +1,40 @@
-package run
+package runstore
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchyard-ai/switchyard/shared/event"
+	"github.com/switchyard-ai/switchyard/shared/run"
 )
 
-// DB is what this package needs of a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// ErrNotFound is returned when no run has the given id.
-var ErrNotFound = errors.New("run not found")
-
-// TransitionError is returned when a run is not in a status from which the requested
-// transition is legal. Nothing was written.
+// TransitionError is returned when a run may not make the requested move. Nothing was
+// written.
+//
+// Illegal is set when the move is not in the table of legal transitions (shared/run:
+// run.CanTransition) — a caller asked for something no run may do, and the database was
+// not asked. Otherwise the run is in From, which is not one of the statuses the caller
+// allowed it to leave (another process moved it first: a cancellation, a reviewer, a
+// racing attempt).
 type TransitionError struct {
-	RunID string
-	From  Status
-	To    Status
+	RunID   string
+	From    run.Status
+	To      run.Status
+	Illegal bool
 }
 
 func (e *TransitionError) Error() string {
+	if e.Illegal {
+		return fmt.Sprintf("run %s: %s -> %s is not a legal transition", e.RunID, e.From, e.To)
+	}
 	return fmt.Sprintf("run %s: illegal transition %s -> %s", e.RunID, e.From, e.To)
 }
 
@@ -56,21 +57,43 @@ type Change struct {
 	ParkReason string
 }
 
-// Transition moves the run to status `to` if — and only if — that is legal from its
-// current status, in one statement, and returns the status it left. Timestamps follow
-// the status: queued_at, started_at, finished_at.
-func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (Status, error) {
-	sql, args, err := transitionStatement(runID, to, c, nil)
+// sources checks a requested move against the table of legal transitions and returns the
+// statuses the run may leave: from, or — when from is empty — every status from which `to`
+// is legal.
+func sources(runID string, from []run.Status, to run.Status) ([]run.Status, error) {
+	if len(from) == 0 {
+		from = run.Sources(to)
+		if len(from) == 0 {
+			return nil, &TransitionError{RunID: runID, To: to, Illegal: true}
+		}
+		return from, nil
+	}
+	for _, f := range from {
+		if !run.CanTransition(f, to) {
+			return nil, &TransitionError{RunID: runID, From: f, To: to, Illegal: true}
+		}
+	}
+	return slices.Clone(from), nil
+}
+
+// Transition moves the run from one of the statuses `from` (empty: any status from which
+// the move is legal) to `to`, in one statement that locks the run's row, and returns the
+// status it left. A move the table of legal transitions does not hold is refused before
+// the database is asked; a run in a status outside `from` is refused with the status it is
+// in. Both are a *TransitionError, and nothing is written. Timestamps follow the status:
+// queued_at, started_at, finished_at.
+func (s *Store) Transition(ctx context.Context, runID string, from []run.Status, to run.Status, c Change) (run.Status, error) {
+	sql, args, err := transitionStatement(runID, from, to, c, nil)
 	if err != nil {
 		return "", err
 	}
-	var old Status
+	var old run.Status
 	var first int64
 	var ts time.Time
 	var orgID string
-	err = db.QueryRow(ctx, sql, args...).Scan(&old, &first, &ts, &orgID)
+	err = s.db.QueryRow(ctx, sql, args...).Scan(&old, &first, &ts, &orgID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Refused(ctx, db, runID, to)
+		return s.Refused(ctx, runID, to)
 	}
 	if err != nil {
 		return "", fmt.Errorf("moving run %s to %s: %w", runID, to, err)
@@ -80,9 +103,9 @@ func Transition(ctx context.Context, db DB, runID string, to Status, c Change) (
 
 // Refused explains a transition to `to` that did not happen: ErrNotFound, or a
 // *TransitionError with the status the run is in (also returned).
-func Refused(ctx context.Context, db DB, runID string, to Status) (Status, error) {
-	var current Status
-	err := db.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&current)
+func (s *Store) Refused(ctx context.Context, runID string, to run.Status) (run.Status, error) {
+	var current run.Status
+	err := s.db.QueryRow(ctx, statusSQL, runID).Scan(&current)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -94,20 +117,21 @@ func Refused(ctx context.Context, db DB, runID string, to Status) (Status, error
 
 // Outcome is what a queued transition did; it is known once its batch has run.
 type Outcome struct {
-	// Moved reports whether the run moved; when it did not, nothing was written and Refused
-	// says why.
+	// Moved reports whether the run moved; when it did not, nothing was written and
+	// Store.Refused says why.
 	Moved bool
 	// From is the status the run left.
-	From Status
+	From run.Status
 	// Events are the journaled events, numbered.
 	Events []event.Envelope
 }
 
 // QueueTransition adds Transition's statement to a batch, journaling the drafted events in
 // the same statement — numbered after the run's last, in the order given, the numbers taken
-// in the same update of the run row — if and only if the run moves.
-func QueueTransition(b *pgx.Batch, runID string, to Status, c Change, drafts []event.Draft) (*Outcome, error) {
-	sql, args, err := transitionStatement(runID, to, c, drafts)
+// in the same update of the run row — if and only if the run moves. A move the table does
+// not hold is refused at once (a *TransitionError) and nothing is queued.
+func QueueTransition(b *pgx.Batch, runID string, from []run.Status, to run.Status, c Change, drafts []event.Draft) (*Outcome, error) {
+	sql, args, err := transitionStatement(runID, from, to, c, drafts)
 	if err != nil {
 		return nil, err
 	}
@@ -124,24 +148,25 @@ func QueueTransition(b *pgx.Batch, runID string, to Status, c Change, drafts []e
 			return fmt.Errorf("moving run %s to %s: %w", runID, to, err)
 		}
 		out.Moved = true
-		out.Events = event.Numbered(runID, orgID, drafts, first, ts)
+		out.Events = numbered(runID, orgID, drafts, first, ts)
 		return nil
 	})
 	return out, nil
 }
 
 // transitionStatement builds Transition's statement: $1 the run id, $2 the new status, $3
-// the statuses it may leave, $4 and $5 the events' types and data, then the change.
+// the statuses it may leave, $4 and $5 the events' types and data, then the change. Its
+// SET list depends on the change, so it is composed here rather than kept in sql/.
 //
 // It names the run's id on the updated row as well as in the locking subquery: with the
 // join alone, a plan made while the table was nearly empty (and kept by a connection's
 // prepared statement) scans the whole table on every call once it has grown.
-func transitionStatement(runID string, to Status, c Change, drafts []event.Draft) (string, []any, error) {
-	from := Sources(to)
-	if len(from) == 0 {
-		return "", nil, &TransitionError{RunID: runID, To: to}
+func transitionStatement(runID string, from []run.Status, to run.Status, c Change, drafts []event.Draft) (string, []any, error) {
+	from, err := sources(runID, from, to)
+	if err != nil {
+		return "", nil, err
 	}
-	types, data := event.Columns(drafts)
+	types, data := eventColumns(drafts)
 	args := []any{runID, to, from, types, data}
 	sets := []string{"status = $2", "updated_at = now()"}
 	if len(drafts) > 0 {
@@ -174,9 +199,9 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 		sets = append(sets, "parked_at = now()", "waiting_since = COALESCE(r.waiting_since, now())")
 	}
 	switch {
-	case to == Queued:
+	case to == run.Queued:
 		sets = append(sets, "queued_at = COALESCE(r.queued_at, now())")
-	case to == Running:
+	case to == run.Running:
 		sets = append(sets, "started_at = now()")
 	case to.Terminal():
 		sets = append(sets, "finished_at = now()")
@@ -186,42 +211,23 @@ func transitionStatement(runID string, to Status, c Change, drafts []event.Draft
 			FROM (SELECT id, status AS old FROM runs WHERE id = $1 FOR UPDATE) o
 			WHERE r.id = $1 AND r.id = o.id AND o.old = ANY($3)
 			RETURNING o.old, r.id AS run_id, r.org_id, r.event_seq - cardinality($4::text[]) AS base),
-		e AS (` + event.InsertSQL("t", "$4", "$5") + `)
+		e AS (` + insertEventsFrom("t", "$4", "$5") + `)
 		SELECT old, base + 1, now(), org_id FROM t`, args, nil
 }
 
-// ClaimStatement is Claim's statement ($1: the run id; $2: when the worker's handler
-// started, which becomes the run's started_at on its first claim) with the caller's
-// RETURNING list, in which r is the claimed row (as updated), o.old the status it had and
-// o.parked when it was last parked (null unless it comes back from a park).
-// It returns no row when the run is missing, in any status but queued or running, or has
-// a cancellation pending. A worker uses it to claim a run and read it in one round trip.
-// Like Transition's, it names the run's id on the updated row too.
-//
-// started_at is the handler's start, not the claim's: the run started when a worker took
-// it off the queue, and the claim's own round trip is part of executing it. Queue transit
-// (queued_at → started_at) is then the queue's, whatever the database's load.
-func ClaimStatement(returning string) string {
-	return `UPDATE runs r SET status = 'running', attempts = r.attempts + 1,
-			started_at = COALESCE(r.started_at, $2::timestamptz), parked_at = NULL, updated_at = now()
-		FROM (SELECT id, status AS old, parked_at AS parked FROM runs WHERE id = $1 FOR UPDATE) o
-		WHERE r.id = $1 AND r.id = o.id AND o.old IN ('queued', 'running') AND r.cancel_requested_at IS NULL
-		RETURNING ` + returning
-}
-
 // Claim marks the run running for a worker's attempt and counts the attempt. Unlike
-// Transition it also accepts a run that is running already: that is a task handed out
-// again after its worker died, and the new attempt resumes it from the journal. It
-// returns the status the run had; a run in any other status, or whose cancellation was
-// requested, is a TransitionError.
-func Claim(ctx context.Context, db DB, runID string) (Status, error) {
-	var old Status
-	err := db.QueryRow(ctx, ClaimStatement("o.old"), runID, time.Now()).Scan(&old)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Refused(ctx, db, runID, Running)
-	}
+// Transition it also accepts a run that is running already (its status does not change,
+// so the table of transitions does not list it): that is a task handed out again after its
+// worker died, and the new attempt resumes it from the journal. It returns the status the
+// run had; a run in any other status, or whose cancellation was requested, is a
+// *TransitionError.
+func (s *Store) Claim(ctx context.Context, runID string) (run.Status, error) {
+	_, prev, ok, err := s.ClaimWork(ctx, runID, time.Now())
 	if err != nil {
-		return "", fmt.Errorf("claiming run %s: %w", runID, err)
+		return "", err
 	}
-	return old, nil
+	if !ok {
+		return s.Refused(ctx, runID, run.Running)
+	}
+	return prev, nil
 }

@@ -1,0 +1,3 @@
+-- name: Status :one
+-- A run's status ($1: run id).
+SELECT status FROM runs WHERE id = $1;

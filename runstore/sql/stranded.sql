@@ -1,0 +1,6 @@
+-- name: Stranded :many
+-- Live runs not updated for $1 seconds, oldest first (the reconciler's scan). The partial
+-- index runs_live_idx serves it, so a scan reads only live runs, never the finished history.
+SELECT id, queue, priority, status FROM runs
+WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => $1)
+ORDER BY updated_at LIMIT 500;
