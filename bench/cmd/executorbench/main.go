@@ -31,6 +31,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -47,11 +48,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/stats"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
@@ -64,6 +67,8 @@ type bench struct {
 	client  *asynq.Client
 	orgID   string
 	metrics string
+	// snapshot is the digest of the skill snapshot the bench's runs reference (setup stores it).
+	snapshot [32]byte
 
 	mu       sync.Mutex
 	waiters  map[string]chan struct{}
@@ -309,8 +314,15 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 	return nil
 }
 
-// setup registers the bench queue and skills.
+// setup registers the bench queue and skills, and the skill snapshot its runs reference.
 func (b *bench) setup(ctx context.Context, inflight int) error {
+	// Keyed as the dispatcher keys snapshots: SHA-256 over the organisation's id, a zero
+	// byte and the snapshot's JSON.
+	b.snapshot = sha256.Sum256([]byte(b.orgID + "\x00{}"))
+	if _, err := b.pool.Exec(ctx, `INSERT INTO skill_snapshots (digest, org_id, snapshot) VALUES ($1, $2, '{}')
+		ON CONFLICT (digest) DO NOTHING`, b.snapshot[:], b.orgID); err != nil {
+		return fmt.Errorf("storing the bench's skill snapshot: %w", err)
+	}
 	if _, err := b.pool.Exec(ctx, `INSERT INTO queues (name, class, concurrency, timeout_seconds, description)
 		VALUES ('bench', 'cpu', $1, 600, 'executorbench load queue')
 		ON CONFLICT (name) DO UPDATE SET concurrency = EXCLUDED.concurrency`, inflight); err != nil {
@@ -338,11 +350,19 @@ func (b *bench) submit(ctx context.Context, jobType, q string, wait bool) (strin
 		b.waiters[id] = done
 		b.mu.Unlock()
 	}
-	_, err := b.pool.Exec(ctx, `INSERT INTO runs (id, org_id, trace_id, job_type, skill_version, skill_snapshot,
-			execution_type, queue, status, payload, queued_at)
-		VALUES ($1, $2, $3, $4, 1, '{}', 'llm_only', $5, 'queued', '{"prompt":"Hello there, how are you?"}', now())`,
-		id, b.orgID, uuid.NewString(), jobType, q)
-	if err != nil {
+	// The run and its first event, through the run store, in one round trip.
+	var rb runstore.RunBatch
+	rb.Add(runstore.NewRun{ID: id, OrgID: b.orgID, TraceID: uuid.NewString(), JobType: jobType, SkillVersion: 1,
+		SkillSnapshotDigest: b.snapshot, ExecutionType: "llm_only", Queue: q, Priority: string(run.PriorityNormal),
+		Status: string(run.Queued), Payload: []byte(`{"prompt":"Hello there, how are you?"}`)})
+	var firsts runstore.Firsts
+	if _, err := firsts.Add(id, b.orgID, event.JobQueued, map[string]any{"job_type": jobType, "queue": q}); err != nil {
+		return "", time.Time{}, err
+	}
+	batch := &pgx.Batch{}
+	rb.Queue(batch)
+	firsts.Queue(batch)
+	if err := runstore.New(b.pool).SendBatch(ctx, batch); err != nil {
 		return "", time.Time{}, fmt.Errorf("writing run: %w", err)
 	}
 	task, err := queue.NewRunTask(queue.Enqueue{RunID: id, OrgID: b.orgID, Queue: q, Priority: run.PriorityNormal,
