@@ -83,10 +83,23 @@ func (s *Sender) Stop() { s.loop.Stop() }
 
 type due = runstore.DueCallback
 
+// runStore is what the sender uses of the run store (runstore.Store): the runs whose
+// callback is due, and what their delivery did.
+type runStore interface {
+	ClaimCallbacks(ctx context.Context) ([]runstore.DueCallback, error)
+	GetRun(ctx context.Context, orgID, id string) (runstore.Run, error)
+	RetryCallback(ctx context.Context, runID string, attempts int, delay time.Duration) error
+	EndCallback(ctx context.Context, runID string, attempts int, status string) error
+}
+
+var _ runStore = (*runstore.Store)(nil)
+
+func (s *Sender) runs() runStore { return runstore.New(s.DB) }
+
 // Once delivers the callbacks that are due and returns how many it tried.
 func (s *Sender) Once(ctx context.Context) (int, error) {
 	// Claim with a lease: a crashed sender's claims come due again after it.
-	dues, err := runstore.New(s.DB).ClaimCallbacks(ctx)
+	dues, err := s.runs().ClaimCallbacks(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -100,7 +113,7 @@ func (s *Sender) Once(ctx context.Context) (int, error) {
 
 func (s *Sender) deliver(ctx context.Context, d due) {
 	log := s.Log.With("job_id", d.ID, "org_id", d.OrgID)
-	r, err := runstore.New(s.DB).GetRun(ctx, d.OrgID, d.ID)
+	r, err := s.runs().GetRun(ctx, d.OrgID, d.ID)
 	if err != nil {
 		log.Warn("reading run for callback", "error", err)
 		return
@@ -162,7 +175,7 @@ func (s *Sender) retry(ctx context.Context, log *slog.Logger, d due, code int, m
 	}
 	delay := time.Second << min(attempt, 10)
 	s.record(ctx, d, attempt, code, msg)
-	if err := runstore.New(s.DB).RetryCallback(ctx, d.ID, attempt, delay); err != nil {
+	if err := s.runs().RetryCallback(ctx, d.ID, attempt, delay); err != nil {
 		log.Warn("scheduling callback retry", "error", err)
 	}
 	log.Warn("callback failed; will retry", "attempt", attempt, "status_code", code, "retry_in", delay.String())
@@ -171,7 +184,7 @@ func (s *Sender) retry(ctx context.Context, log *slog.Logger, d due, code int, m
 func (s *Sender) finish(ctx context.Context, log *slog.Logger, d due, code int, status, msg string) {
 	attempt := d.Attempts + 1
 	s.record(ctx, d, attempt, code, msg)
-	if err := runstore.New(s.DB).EndCallback(ctx, d.ID, attempt, status); err != nil {
+	if err := s.runs().EndCallback(ctx, d.ID, attempt, status); err != nil {
 		log.Warn("recording callback outcome", "error", err)
 	}
 	if status == "delivered" {
