@@ -5,11 +5,24 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
+
+// planConn is a connection to a database of the test's own, with the planner setting set.
+func planConn(t *testing.T, set string) *pgxpool.Conn {
+	t.Helper()
+	_, pool := testkit.DB(t)
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(conn.Release)
+	_, err = conn.Exec(context.Background(), set)
+	require.NoError(t, err)
+	return conn
+}
 
 // A connection keeps the generic plan of a prepared statement for its lifetime. The plans
 // of the claim and transition statements, made against an empty runs table as a fresh
@@ -17,13 +30,8 @@ import (
 // table: such a plan, kept, costs a full scan per claim once the table has grown.
 func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 	t.Parallel()
-	_, pool := testkit.DB(t)
 	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
-	require.NoError(t, err)
+	conn := planConn(t, `SET plan_cache_mode = force_generic_plan`)
 
 	id := uuid.NewString()
 	transition, _, err := transitionStatement(id, nil, run.Completed, Change{}, nil)
@@ -51,13 +59,7 @@ func TestStatementsFindTheRunByIndexWhateverTheTableSize(t *testing.T) {
 // this fails without runs_live_idx whatever the table holds.
 func TestStrandedScanReadsLiveRunsThroughTheirIndex(t *testing.T) {
 	t.Parallel()
-	_, pool := testkit.DB(t)
-	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(ctx, `SET enable_seqscan = off`)
-	require.NoError(t, err)
+	conn := planConn(t, `SET enable_seqscan = off`)
 	plan := testkit.Explain(t, conn, strandedSQL, 10.0)
 	require.NotContains(t, plan, "Seq Scan", plan)
 	require.Contains(t, plan, "runs_live_idx", plan)
