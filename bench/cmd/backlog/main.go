@@ -76,6 +76,13 @@ func run(url, key, dbURL, simURL, jobType string, n, rpm int, wait time.Duration
 	defer func() {
 		_, _ = db.Exec(context.WithoutCancel(ctx), `DELETE FROM provider_limits WHERE provider_config_id = $1 AND model = 'sim-fast'`, providerID)
 	}()
+	// Both buckets start full. The router's does: a limit imposed on an unlimited bucket
+	// starts full (docs/rate-limits.md). sim-llm's is refilled to match; otherwise a run
+	// started right after another finds the provider's bucket drained while the router's is
+	// full, and counts the 429s of that mismatch (16 in one such run), not the platform's.
+	if err := simReset(simURL); err != nil {
+		return err
+	}
 	simBefore, err := simCounts(simURL)
 	if err != nil {
 		return err
@@ -250,4 +257,17 @@ func simCounts(simURL string) (simTotals, error) {
 		Total simTotals `json:"total"`
 	}
 	return st.Total, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// simReset refills sim-llm's buckets and zeroes its counts (POST /sim/reset).
+func simReset(simURL string) error {
+	resp, err := http.Post(simURL+"/sim/reset", "application/json", nil)
+	if err != nil {
+		return fmt.Errorf("resetting sim-llm: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("resetting sim-llm: %s", resp.Status)
+	}
+	return nil
 }
