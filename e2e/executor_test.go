@@ -28,7 +28,7 @@ import (
 )
 
 var buildDemoTool = sync.OnceValue(func() error {
-	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "demo-tool"), "./bench/cmd/demo-tool")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "demo-tool"), "./tools/cmd/demo-tool")
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build demo-tool: %v\n%s", err, out)

@@ -46,7 +46,7 @@ var Services = []string{Sim, Tool, Router, Executor, Dispatcher}
 
 // binaries are the packages built when Options.Bin is empty.
 var binaries = []string{"dispatcher/cmd/dispatcher", "executor/cmd/executor", "provider-router/cmd/provider-router",
-	"provider-router/cmd/sim-llm", "bench/cmd/demo-tool"}
+	"provider-router/cmd/sim-llm", "tools/cmd/demo-tool"}
 
 // Options configure a platform.
 type Options struct {
