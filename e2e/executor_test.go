@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/harness"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
@@ -26,15 +24,6 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/tool"
 )
-
-var buildDemoTool = sync.OnceValue(func() error {
-	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "demo-tool"), "./tools/cmd/demo-tool")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build demo-tool: %v\n%s", err, out)
-	}
-	return nil
-})
 
 // execBundle is a stack plus what the executor tests need around it: the database, the
 // dev organisation, the demo tool endpoint and an asynq client.
@@ -52,32 +41,19 @@ type execOptions struct {
 	ToolArgs []string
 }
 
+// setupExec starts a stack and the demo tool endpoint, whose tools the bootstrap installed.
 func setupExec(t *testing.T, o execOptions) *execBundle {
 	t.Helper()
-	require.NoError(t, buildDemoTool())
+	o.StackOptions.ToolArgs = o.ToolArgs
 	s := startStack(t, o.StackOptions)
 	pool, err := pgxpool.New(context.Background(), s.DB)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	b := &execBundle{Stack: s, pool: pool}
+	b := &execBundle{Stack: s, pool: pool, toolURL: s.H.ToolURL}
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT id FROM orgs WHERE slug = 'dev'`).Scan(&b.orgID))
-	addr := freePort(t)
-	b.toolURL = "http://" + addr
-	s.start("demo-tool", append([]string{"--addr", addr}, o.ToolArgs...)...)
-	s.waitHealthy(b.toolURL + "/healthz")
-	for _, env := range s.Env {
-		if v, ok := strings.CutPrefix(env, "SWITCHYARD_REDIS_URL="); ok {
-			b.asynq, err = redisconn.Asynq(v)
-			require.NoError(t, err)
-		}
-	}
-	// The catalogue's tools, pointed at this test's demo tool.
-	tools, err := tool.LoadDir(filepath.Join(s.Root, "tools"))
+	s.start(harness.Tool)
+	b.asynq, err = redisconn.Asynq(s.H.RedisURL)
 	require.NoError(t, err)
-	for _, tl := range tools {
-		tl.URLTemplate = strings.Replace(tl.URLTemplate, "http://127.0.0.1:8097", b.toolURL, 1)
-		require.NoError(t, tool.Install(context.Background(), pool, tl))
-	}
 	return b
 }
 
@@ -187,27 +163,20 @@ func (b *execBundle) journaled(t *testing.T, runID, like string) int {
 	return n
 }
 
-// kill sends sig to a running process of the stack and waits for it to exit.
+// kill sends sig to a service's latest process and waits for it to exit.
 func (b *execBundle) kill(t *testing.T, bin string, sig syscall.Signal) {
 	t.Helper()
-	b.mu.Lock()
-	cmd := b.procs[bin]
-	b.mu.Unlock()
-	require.NoError(t, cmd.Process.Signal(sig))
-	_ = cmd.Wait()
+	require.NoError(t, b.H.Signal(bin, sig, time.Minute))
 }
 
-// startWith starts a binary with extra environment (later entries win).
-func (b *execBundle) startWith(t *testing.T, bin string, env []string, args ...string) {
+// startWith starts a service with extra environment (later entries win) and waits until
+// it is ready.
+func (b *execBundle) startWith(t *testing.T, bin string, env []string) {
 	t.Helper()
-	saved := b.Env
-	b.Env = append(append([]string(nil), saved...), env...)
-	defer func() { b.Env = saved }()
-	b.start(bin, args...)
+	_, err := b.H.StartWith(context.Background(), bin, harness.Spec{Env: env})
+	require.NoError(t, err)
 }
 
-// cancel does what the dispatcher's cancel endpoint does for a running run: record the
-// request in Postgres, then wake the handler through asynq.
 func (b *execBundle) cancel(t *testing.T, runID string) {
 	t.Helper()
 	_, err := b.pool.Exec(context.Background(), `UPDATE runs SET cancel_requested_at = now() WHERE id = $1`, runID)
@@ -599,7 +568,6 @@ func TestSIGTERMDrains(t *testing.T) {
 	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true,
 		SimArgs: []string{"--model", "sim-fast=latency=constant:3s"}}})
 	b.startWith(t, "executor", []string{"SWITCHYARD_SHUTDOWN_GRACE=300ms"})
-	b.waitHealthy(b.executorURL + "/healthz")
 	var ids []string
 	for range 4 {
 		ids = append(ids, b.dispatch(t, "demo_llm", map[string]any{"prompt": "Hello"}))
@@ -630,17 +598,16 @@ func TestExecutorGPU(t *testing.T) {
 	t.Parallel()
 	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true}})
 
-	cmd := exec.Command(filepath.Join(binDir, "executor-gpu"))
-	cmd.Env = append(append(os.Environ(), b.Env...), "SWITCHYARD_QUEUES=default", "SWITCHYARD_EXECUTOR_ADDR="+freePort(t))
+	cmd := b.H.Command(context.Background(), "executor-gpu")
+	cmd.Env = append(cmd.Env, "SWITCHYARD_QUEUES=default")
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "executor-gpu must refuse a cpu queue")
 	require.Contains(t, string(out), `queue "default" is a cpu queue`)
 
 	// No nvidia-smi on PATH: it runs, and says so.
-	addr := freePort(t)
-	b.startWith(t, "executor-gpu", []string{"SWITCHYARD_EXECUTOR_ADDR=" + addr, "PATH=/nonexistent"})
+	addr := b.H.Addr("executor-gpu")
+	b.startWith(t, "executor-gpu", []string{"PATH=/nonexistent"})
 	health := func() map[string]any {
-		b.waitHealthy("http://" + addr + "/healthz")
 		resp, err := http.Get("http://" + addr + "/healthz")
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -657,8 +624,7 @@ func TestExecutorGPU(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nvidia-smi"),
 		[]byte("#!/bin/sh\necho '0, Fake A100, GPU-0000, 42, 7, 1024, 40960, 55, 120.5'\n"), 0o755))
-	addr = freePort(t)
-	b.startWith(t, "executor-gpu", []string{"SWITCHYARD_EXECUTOR_ADDR=" + addr, "PATH=" + dir + ":" + os.Getenv("PATH")})
+	b.startWith(t, "executor-gpu", []string{"PATH=" + dir + ":" + os.Getenv("PATH")})
 	h = health()
 	require.Equal(t, true, h["gpu"].(map[string]any)["visible"], "%v", h)
 

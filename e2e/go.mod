@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/switchyard-ai/switchyard/harness v0.0.0
 	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
 )
@@ -38,6 +39,7 @@ require (
 )
 
 replace (
+	github.com/switchyard-ai/switchyard/harness => ../harness
 	github.com/switchyard-ai/switchyard/migrations => ../migrations
 	github.com/switchyard-ai/switchyard/runstore => ../runstore
 	github.com/switchyard-ai/switchyard/shared => ../shared

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,14 +20,7 @@ func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
 	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true,
 		// Entries a dead router had read but not yet written are claimed after 1 s.
 		ExtraEnv: []string{"SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE=1s"}}})
-	var key []byte
-	for _, e := range b.Env {
-		if v, ok := strings.CutPrefix(e, "SWITCHYARD_SERVICE_KEY_FILE="); ok {
-			var err error
-			key, err = os.ReadFile(v)
-			require.NoError(t, err)
-		}
-	}
+	key := []byte(b.H.ServiceKey)
 	jobID := uuid.NewString()
 	const calls = 10
 	for i := range calls {
@@ -50,7 +42,6 @@ func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
 
 	rows := func() int { return b.ledgerRows(t, jobID) }
 	b.start("provider-router")
-	b.waitHealthy("http://" + b.RouterAddr + "/healthz")
 	waitFor(t, 30*time.Second, "every answered call's ledger row", func() bool { return rows() >= calls })
 	require.Equal(t, calls, rows(), "one row per call")
 }

@@ -36,13 +36,7 @@ func TestExecutorCallsRouterOverMTLS(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	var key []byte
-	for _, e := range s.Env {
-		if v, ok := strings.CutPrefix(e, "SWITCHYARD_SERVICE_KEY_FILE="); ok {
-			key, err = os.ReadFile(v)
-			require.NoError(t, err)
-		}
-	}
+	key := []byte(s.H.ServiceKey)
 	req, err := http.NewRequest(http.MethodPost, "https://"+s.RouterAddr+"/internal/ai/chat",
 		strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 	require.NoError(t, err)

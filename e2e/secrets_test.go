@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/harness"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
@@ -166,20 +168,20 @@ func TestRunGivesEachProcessOnlyItsSecrets(t *testing.T) {
 	addr := freePort(t)
 	rs := specs["provider-router"]
 	rs.env["SWITCHYARD_DATABASE_URL"], rs.env["SWITCHYARD_REDIS_URL"], rs.env["SWITCHYARD_ROUTER_ADDR"] = dbURL, redisURL, addr
-	s := &Stack{t: t, logs: map[string]*bytes.Buffer{}, procs: map[string]*exec.Cmd{}}
 	var env []string
 	for k, v := range rs.env {
 		env = append(env, k+"="+v)
 	}
-	s.Env = env
-	s.startWith("provider-router", env, rs.argv[1:]...)
+	router, err := harness.Launch("provider-router", rs.argv[0], addr, env, rs.argv[1:], filepath.Join(t.TempDir(), "router.log"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = router.Stop(15 * time.Second) })
 	ex := specs["executor"].env
 	caPEM, err := os.ReadFile(ex["SWITCHYARD_ROUTER_CA_FILE"])
 	require.NoError(t, err)
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(caPEM))
-	s.RouterTLSDir = filepath.Dir(ex["SWITCHYARD_ROUTER_CA_FILE"])
-	s.waitHealthy("https://" + addr + "/healthz")
+	health := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	require.NoError(t, harness.WaitReady(context.Background(), health, "https://"+addr+"/healthz", router, time.Minute))
 
 	call := func(cfg *tls.Config, serviceKey, caller string) (int, map[string]any) {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/faults"
-	"github.com/switchyard-ai/switchyard/bench/internal/platform"
+	"github.com/switchyard-ai/switchyard/harness"
 )
 
 func main() {
@@ -69,7 +69,7 @@ func run(list, dir, bin string, one bool, cfg faults.Config) error {
 	if bin == "" {
 		bin = filepath.Join(dir, "bin")
 		logf("building the binaries into %s", bin)
-		if err := platform.Build(ctx, bin); err != nil {
+		if err := harness.Build(ctx, bin, harness.Platform...); err != nil {
 			return err
 		}
 	}
@@ -107,8 +107,7 @@ func run(list, dir, bin string, one bool, cfg faults.Config) error {
 
 // runOn starts a platform in dir, runs the faults on it and stops it.
 func runOn(ctx context.Context, dir, bin string, list []faults.Fault, cfg faults.Config) ([]faults.Report, error) {
-	p, err := platform.Start(ctx, platform.Options{Dir: dir, Bin: bin, SimArgs: faults.SimArgs, ToolArgs: faults.ToolArgs,
-		Log: os.Stderr})
+	p, err := faults.StartPlatform(ctx, faults.PlatformOptions{Dir: dir, Bin: bin, Log: os.Stderr})
 	if err != nil {
 		return nil, err
 	}

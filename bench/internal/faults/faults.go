@@ -1,5 +1,5 @@
 // Package faults is the fault suite: against a whole platform of its own
-// (bench/internal/platform) it drives a mixed load of demo_llm and demo_react dispatches,
+// (StartPlatform, on the process harness) it drives a mixed load of demo_llm and demo_react dispatches,
 // each with an idempotency key and a unique prompt, injects one fault at a time, lets the
 // platform recover, and counts what the platform promises never to do: lose an accepted run,
 // pay a provider twice for the same call, run a side-effecting tool twice, or bill a provider
@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/bench/internal/platform"
+	"github.com/switchyard-ai/switchyard/harness"
 )
 
 // Fault is one kind of failure. Inject does it at the fault's moment and returns how to
@@ -23,21 +23,21 @@ type Fault struct {
 	Name string
 	// What says what is done, for the report.
 	What   string
-	Inject func(ctx context.Context, p *platform.Platform, outage time.Duration) (restore func(context.Context) error, err error)
+	Inject func(ctx context.Context, p *Platform, outage time.Duration) (restore func(context.Context) error, err error)
 }
 
 // kill is a service's SIGKILL; recovery starts it again.
 func kill(name string) Fault {
 	return Fault{Name: strings.TrimPrefix(name, "provider-") + "-kill", What: name + " SIGKILL, restarted after the outage",
-		Inject: func(_ context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
-			return func(ctx context.Context) error { return p.Start(ctx, name) }, p.Kill(name)
+		Inject: func(_ context.Context, p *Platform, _ time.Duration) (func(context.Context) error, error) {
+			return func(ctx context.Context) error { return p.Restart(ctx, name) }, p.Kill(name)
 		}}
 }
 
 // burst makes sim-llm answer every request with status for the outage.
 func burst(name string, status int) Fault {
 	return Fault{Name: name, What: fmt.Sprintf("sim-llm answers every request %d for the outage", status),
-		Inject: func(ctx context.Context, p *platform.Platform, outage time.Duration) (func(context.Context) error, error) {
+		Inject: func(ctx context.Context, p *Platform, outage time.Duration) (func(context.Context) error, error) {
 			// The burst lasts the outage, so that a 429's Retry-After tells the truth; the
 			// recovery ends it for certain.
 			err := simControl(ctx, p, http.MethodPost, map[string]any{"status": status, "duration": outage.String()})
@@ -49,30 +49,30 @@ func burst(name string, status int) Fault {
 // control: a phase without a fault must report nothing.
 func All() []Fault {
 	return []Fault{
-		{Name: "none", What: "no fault (the control)", Inject: func(context.Context, *platform.Platform, time.Duration) (func(context.Context) error, error) {
+		{Name: "none", What: "no fault (the control)", Inject: func(context.Context, *Platform, time.Duration) (func(context.Context) error, error) {
 			return func(context.Context) error { return nil }, nil
 		}},
-		kill(platform.Executor),
-		kill(platform.Dispatcher),
-		kill(platform.Router),
+		kill(harness.Executor),
+		kill(harness.Dispatcher),
+		kill(harness.Router),
 		{Name: "redis-kill", What: "Redis kill -9 (append-only file, fsync every second), restarted after the outage",
-			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
-				return p.StartStores, p.CrashStore(ctx, "redis")
+			Inject: func(ctx context.Context, p *Platform, _ time.Duration) (func(context.Context) error, error) {
+				return p.Stores.Start, p.Stores.Crash(ctx, "redis")
 			}},
 		{Name: "redis-flush", What: "executor stopped (SIGTERM) while the backlog queues, Redis FLUSHALL at the end of the outage, " +
 			"executor restarted: the reconciler must re-enqueue the queued runs",
-			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
+			Inject: func(ctx context.Context, p *Platform, _ time.Duration) (func(context.Context) error, error) {
 				restore := func(ctx context.Context) error {
 					if err := p.Redis.FlushAll(ctx).Err(); err != nil {
 						return fmt.Errorf("FLUSHALL: %w", err)
 					}
-					return p.Start(ctx, platform.Executor)
+					return p.Restart(ctx, harness.Executor)
 				}
-				return restore, p.Stop(platform.Executor, 35*time.Second)
+				return restore, p.Stop(harness.Executor, 35*time.Second)
 			}},
 		{Name: "pg-stop", What: "Postgres pg_ctl stop -m immediate, restarted after the outage",
-			Inject: func(ctx context.Context, p *platform.Platform, _ time.Duration) (func(context.Context) error, error) {
-				return p.StartStores, p.CrashStore(ctx, "postgres")
+			Inject: func(ctx context.Context, p *Platform, _ time.Duration) (func(context.Context) error, error) {
+				return p.Stores.Start, p.Stores.Crash(ctx, "postgres")
 			}},
 		burst("llm-5xx", http.StatusInternalServerError),
 		burst("llm-429", http.StatusTooManyRequests),
@@ -176,13 +176,13 @@ var ToolArgs = []string{"--delay", "200ms"}
 
 // Prepare readies a started platform for the suite: no dispatch rate limit on the
 // development organisation (the load is the suite's, not a tenant's).
-func Prepare(ctx context.Context, p *platform.Platform) error {
+func Prepare(ctx context.Context, p *Platform) error {
 	return p.Admin(ctx, http.MethodPatch, "/api/v1/admin/org", map[string]any{"orgRpm": 0, "userRpm": 0}, nil)
 }
 
 // Run runs each fault in turn on p and returns one report per fault. It stops early only
 // when the platform cannot be brought back (a phase's error).
-func Run(ctx context.Context, p *platform.Platform, faults []Fault, cfg Config) ([]Report, error) {
+func Run(ctx context.Context, p *Platform, faults []Fault, cfg Config) ([]Report, error) {
 	cfg = cfg.withDefaults()
 	var out []Report
 	for _, f := range faults {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/bench/internal/platform"
+	"github.com/switchyard-ai/switchyard/harness"
 )
 
 // TestShortSuite is the fault suite's short version, part of `make test`: a small load on a
@@ -28,18 +29,21 @@ func TestShortSuite(t *testing.T) {
 		}
 		os.RemoveAll(dir)
 	})
-	pgPort, err := platform.FreePort()
+	pgPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisPort, err := platform.FreePort()
+	redisPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	p, err := platform.Start(ctx, platform.Options{Dir: dir, PGPort: pgPort, RedisPort: redisPort,
-		SimArgs: SimArgs, ToolArgs: ToolArgs, Log: &log})
+	bin := filepath.Join(dir, "bin")
+	if err := harness.Build(ctx, bin, harness.Platform...); err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartPlatform(ctx, PlatformOptions{Dir: dir, Bin: bin, PGPort: pgPort, RedisPort: redisPort, Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/load"
-	"github.com/switchyard-ai/switchyard/bench/internal/platform"
+	"github.com/switchyard-ai/switchyard/harness"
 )
 
 // job is one dispatch of the load.
@@ -28,7 +28,7 @@ type job struct {
 
 // phase is one fault's run: the load, the fault, the accounting.
 type phase struct {
-	p      *platform.Platform
+	p      *Platform
 	f      Fault
 	cfg    Config
 	client *http.Client
@@ -39,7 +39,7 @@ type phase struct {
 	jobs []*job
 }
 
-func runPhase(ctx context.Context, p *platform.Platform, f Fault, cfg Config) (Report, error) {
+func runPhase(ctx context.Context, p *Platform, f Fault, cfg Config) (Report, error) {
 	ph := &phase{p: p, f: f, cfg: cfg, prefix: f.Name + "-" + strings.ToLower(rand.Text()[:6]),
 		client: &http.Client{Timeout: 10 * time.Second}}
 	defer ph.client.CloseIdleConnections()
@@ -107,10 +107,10 @@ func (ph *phase) ready(ctx context.Context) error {
 	if err := simControl(ctx, ph.p, http.MethodDelete, nil); err != nil {
 		return err
 	}
-	if err := platform.JSON(ctx, http.MethodPost, ph.p.SimURL+"/sim/reset", nil, nil, nil); err != nil {
+	if err := harness.JSON(ctx, http.MethodPost, ph.p.SimURL+"/sim/reset", nil, nil, nil); err != nil {
 		return err
 	}
-	return platform.JSON(ctx, http.MethodPost, ph.p.ToolURL+"/stats/reset", nil, nil, nil)
+	return harness.JSON(ctx, http.MethodPost, ph.p.ToolURL+"/stats/reset", nil, nil, nil)
 }
 
 // dispatch is one operation of the load: a job with a unique prompt and an idempotency
@@ -292,8 +292,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // simControl starts (POST, with a body) or ends (DELETE) a burst of sim-llm failures.
-func simControl(ctx context.Context, p *platform.Platform, method string, body any) error {
-	return platform.JSON(ctx, method, p.SimURL+"/sim/faults", nil, body, nil)
+func simControl(ctx context.Context, p *Platform, method string, body any) error {
+	return harness.JSON(ctx, method, p.SimURL+"/sim/faults", nil, body, nil)
 }
 
 // ms formats a duration in seconds with one decimal, or "never".

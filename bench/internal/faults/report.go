@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/bench/internal/platform"
+	"github.com/switchyard-ai/switchyard/harness"
 )
 
 // Report is one fault's outcome.
@@ -122,14 +122,14 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	// went away) are counted once they are answered.
 	var sim simStats
 	if err := ph.poll(ctx, 30*time.Second, func() (bool, error) {
-		err := platform.JSON(ctx, http.MethodGet, ph.p.SimURL+"/sim/stats", nil, nil, &sim)
+		err := harness.JSON(ctx, http.MethodGet, ph.p.SimURL+"/sim/stats", nil, nil, &sim)
 		return err == nil && sim.Total.InFlight == 0, err
 	}); err != nil {
 		return r, fmt.Errorf("waiting for sim-llm to be idle: %w", err)
 	}
 	r.Served = sim.Total.Served
 	var rep simRepeats
-	if err := platform.JSON(ctx, http.MethodGet, ph.p.SimURL+"/sim/repeats", nil, nil, &rep); err != nil {
+	if err := harness.JSON(ctx, http.MethodGet, ph.p.SimURL+"/sim/repeats", nil, nil, &rep); err != nil {
 		return r, err
 	}
 	if !rep.Tracking {
@@ -152,7 +152,7 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	r.LedgerExtra = max(0, r.LedgerRows-r.Served)
 
 	var tool toolStats
-	if err := platform.JSON(ctx, http.MethodGet, ph.p.ToolURL+"/stats", nil, nil, &tool); err != nil {
+	if err := harness.JSON(ctx, http.MethodGet, ph.p.ToolURL+"/stats", nil, nil, &tool); err != nil {
 		return r, err
 	}
 	r.ToolRequests, r.ToolExecutions, r.ToolResent, r.ToolWithoutKey = tool.Tickets, tool.Executions, tool.Duplicates, tool.WithoutKey

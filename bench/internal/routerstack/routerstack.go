@@ -1,203 +1,116 @@
-// Package routerstack starts what the router benchmarks measure: sim-llm and provider-router
-// binaries (mutual TLS on, limits and ledger on) against a fresh Postgres database and
-// Redis database from the test servers (SWITCHYARD_TEST_DATABASE_URL /
-// SWITCHYARD_TEST_REDIS_URL, via shared/testkit), and registers organisations whose routing
-// points at the simulator.
+// Package routerstack starts what the router benchmarks measure — sim-llm and
+// provider-router replicas (mutual TLS on, limits and ledger on), through the process
+// harness (harness/) — against a fresh Postgres database and Redis database from the test
+// servers (SWITCHYARD_TEST_DATABASE_URL / SWITCHYARD_TEST_REDIS_URL, via shared/testkit),
+// and registers organisations whose routing points at the simulator.
 package routerstack
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchyard-ai/switchyard/bench/internal/platform"
-	"github.com/switchyard-ai/switchyard/shared/testkit"
+	"github.com/switchyard-ai/switchyard/harness"
 )
-
-// tb lets a command use testkit's fresh databases: testkit asks for a testing.TB only to
-// fail, log and clean up. Methods testkit does not call panic (the embedded nil TB).
-type tb struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*tb) Helper()                           {}
-func (*tb) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (*tb) Logf(format string, args ...any)   { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-func (t *tb) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
 
 // Stack is the processes and stores of one benchmark run.
 type Stack struct {
-	Bin, Dir        string
-	DBURL, RedisURL string
-	Pool            *pgxpool.Pool
-	ServiceKey      string
-	tb              *tb
-	procs           []*exec.Cmd
+	// H is the harness running the processes.
+	H *harness.Harness
+	// Pool is a pool on the run's database.
+	Pool *pgxpool.Pool
+	// ServiceKey is the key callers present to the router.
+	ServiceKey string
+	dir        string
+	drop       func()
 }
 
-// Start builds the binaries (unless bin names a directory holding them) and creates the
-// stores. Close undoes everything.
-func Start(bin string) (*Stack, error) {
-	s := &Stack{tb: &tb{}}
+// Start builds provider-router and sim-llm (unless bin names a directory holding them),
+// creates the stores and prepares the secrets. Close undoes everything.
+func Start(bin string) (_ *Stack, err error) {
+	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "routerbench")
 	if err != nil {
 		return nil, err
 	}
-	s.Dir = dir
+	s := &Stack{dir: dir, drop: func() {}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
 	if bin == "" {
 		bin = filepath.Join(dir, "bin")
-		root, err := platform.RepoRoot()
-		if err != nil {
+		if err := harness.Build(ctx, bin, harness.Router, harness.Sim); err != nil {
 			return nil, err
 		}
-		for _, pkg := range []string{"provider-router/cmd/provider-router", "provider-router/cmd/sim-llm"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(bin, filepath.Base(pkg)), "./"+pkg)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-			}
-		}
 	}
-	s.Bin = bin
-	s.DBURL, s.Pool = testkit.DB(s.tb)
-	s.RedisURL, _ = testkit.Redis(s.tb)
-	s.ServiceKey = "bench-" + rand.Text()
-	if err := os.WriteFile(filepath.Join(dir, "service.key"), []byte(s.ServiceKey), 0o600); err != nil {
+	dbURL, redisURL, drop, err := harness.TestkitStores()
+	if err != nil {
 		return nil, err
 	}
-	out, err := exec.Command(filepath.Join(bin, "provider-router"), "certs", "--dir", filepath.Join(dir, "tls")).CombinedOutput()
+	s.drop = drop
+	s.H, err = harness.New(ctx, harness.Options{Dir: dir, Bin: bin, DatabaseURL: dbURL, RedisURL: redisURL,
+		RouterTLS: true, LogLevel: "warn", StopGrace: 10 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("provider-router certs: %v: %s", err, out)
+		return nil, err
 	}
+	s.Pool, s.ServiceKey = s.H.DB, s.H.ServiceKey
 	return s, nil
 }
 
 // Close stops the processes and drops the stores.
 func (s *Stack) Close() {
-	for _, p := range s.procs {
-		_ = p.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = p.Process.Kill()
-		}
+	if s.H != nil {
+		s.H.Close()
 	}
-	for i := len(s.tb.cleanups) - 1; i >= 0; i-- {
-		s.tb.cleanups[i]()
-	}
-	os.RemoveAll(s.Dir)
+	s.drop()
+	os.RemoveAll(s.dir)
 }
 
 // FreeAddr returns a free loopback address.
 func FreeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.FreeAddr()
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func (s *Stack) start(name string, env []string, args ...string) error {
-	cmd := exec.Command(filepath.Join(s.Bin, name), args...)
-	cmd.Env = append(os.Environ(), env...)
-	logf, err := os.Create(filepath.Join(s.Dir, fmt.Sprintf("%s-%d.log", name, len(s.procs))))
-	if err != nil {
-		return err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	s.procs = append(s.procs, cmd)
-	return nil
+	return addr
 }
 
 // PIDs are the process ids of the binaries started under name (e.g. "provider-router"),
 // in start order: for per-process CPU accounting (hostcpu.Process).
-func (s *Stack) PIDs(name string) []int {
-	var pids []int
-	for _, p := range s.procs {
-		if filepath.Base(p.Path) == name {
-			pids = append(pids, p.Process.Pid)
-		}
-	}
-	return pids
-}
+func (s *Stack) PIDs(name string) []int { return s.H.PIDs(name) }
 
 // StartSim starts sim-llm with args and returns its base URL (without /v1).
 func (s *Stack) StartSim(args ...string) (string, error) {
 	addr := FreeAddr()
-	if err := s.start("sim-llm", nil, append([]string{"--addr", addr, "--log-level", "warn"}, args...)...); err != nil {
-		return "", err
-	}
-	url := "http://" + addr
-	return url, waitHealthy(http.DefaultClient, url+"/healthz")
+	_, err := s.H.StartWith(context.Background(), harness.Sim,
+		harness.Spec{Addr: addr, Args: append([]string{"--addr", addr, "--log-level", "warn"}, args...)})
+	return "http://" + addr, err
 }
 
 // StartRouter starts a provider-router replica with mutual TLS and returns its URL.
 func (s *Stack) StartRouter(extraEnv ...string) (string, error) {
 	addr := FreeAddr()
-	tlsDir := filepath.Join(s.Dir, "tls")
-	env := append([]string{
-		"SWITCHYARD_DATABASE_URL=" + s.DBURL, "SWITCHYARD_REDIS_URL=" + s.RedisURL,
-		"SWITCHYARD_ROUTER_ADDR=" + addr, "SWITCHYARD_SERVICE_KEY_FILE=" + filepath.Join(s.Dir, "service.key"),
-		"SWITCHYARD_ROUTER_TLS_CERT=" + filepath.Join(tlsDir, "router.pem"),
-		"SWITCHYARD_ROUTER_TLS_KEY=" + filepath.Join(tlsDir, "router-key.pem"),
-		"SWITCHYARD_ROUTER_CLIENT_CA=" + filepath.Join(tlsDir, "ca.pem"),
-		"SWITCHYARD_LOG_LEVEL=warn",
-	}, extraEnv...)
-	if err := s.start("provider-router", env); err != nil {
-		return "", err
-	}
-	url := "https://" + addr
-	return url, waitHealthy(s.Client(1), url+"/healthz")
+	_, err := s.H.StartWith(context.Background(), harness.Router, harness.Spec{Addr: addr, Env: extraEnv})
+	return "https://" + addr, err
 }
 
 // Client is an HTTPS client presenting the executor's certificate.
 func (s *Stack) Client(conns int) *http.Client {
-	tlsDir := filepath.Join(s.Dir, "tls")
-	ca, _ := os.ReadFile(filepath.Join(tlsDir, "ca.pem"))
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca)
-	cert, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, "executor.pem"), filepath.Join(tlsDir, "executor-key.pem"))
+	c, err := s.H.Client(conns)
 	if err != nil {
 		panic(err)
 	}
-	return &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}},
-		MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
-	}}
-}
-
-func waitHealthy(c *http.Client, url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := c.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not become healthy", url)
+	return c
 }
 
 // Org is a registered organisation routed to one provider config.
