@@ -24,6 +24,7 @@ require (
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
 	github.com/switchyard-ai/switchyard/migrations v0.0.0 // indirect
+	github.com/switchyard-ai/switchyard/queue v0.0.0
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -40,3 +41,5 @@ replace github.com/switchyard-ai/switchyard/runstore => ../runstore
 replace github.com/switchyard-ai/switchyard/shared => ../shared
 
 replace github.com/switchyard-ai/switchyard/migrations => ../migrations
+
+replace github.com/switchyard-ai/switchyard/queue => ../queue

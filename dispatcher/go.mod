@@ -60,6 +60,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/switchyard-ai/switchyard/queue v0.0.0
 )
 
 replace (
@@ -67,3 +68,5 @@ replace (
 	github.com/switchyard-ai/switchyard/runstore => ../runstore
 	github.com/switchyard-ai/switchyard/shared => ../shared
 )
+
+replace github.com/switchyard-ai/switchyard/queue => ../queue

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/harness"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
-	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
@@ -202,12 +202,12 @@ func (b *execBundle) review(t *testing.T, runID, decision string) {
 	insp := asynq.NewInspector(b.asynq)
 	defer insp.Close()
 	_ = insp.DeleteTask(tier, runID)
-	c := asynq.NewClient(b.asynq)
+	c := queue.NewClient(b.asynq)
 	defer c.Close()
 	task, err := queue.NewRunTask(queue.Enqueue{RunID: runID, OrgID: b.orgID, Queue: "default",
 		Priority: run.PriorityNormal, Timeout: time.Minute, MaxRetry: 3})
 	require.NoError(t, err)
-	_, err = c.Enqueue(task)
+	_, err = c.EnqueueContext(ctx, task)
 	require.NoError(t, err)
 }
 

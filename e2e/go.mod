@@ -30,6 +30,7 @@ require (
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/stretchr/testify v1.12.1
 	github.com/switchyard-ai/switchyard/migrations v0.0.0 // indirect
+	github.com/switchyard-ai/switchyard/queue v0.0.0
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
@@ -44,3 +45,5 @@ replace (
 	github.com/switchyard-ai/switchyard/runstore => ../runstore
 	github.com/switchyard-ai/switchyard/shared => ../shared
 )
+
+replace github.com/switchyard-ai/switchyard/queue => ../queue

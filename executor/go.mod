@@ -48,6 +48,7 @@ require (
 	github.com/sethvargo/go-retry v0.5.0
 	github.com/stretchr/testify v1.12.1
 	github.com/switchyard-ai/switchyard/migrations v0.0.0
+	github.com/switchyard-ai/switchyard/queue v0.0.0
 	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
 )
@@ -57,3 +58,5 @@ replace (
 	github.com/switchyard-ai/switchyard/runstore => ../runstore
 	github.com/switchyard-ai/switchyard/shared => ../shared
 )
+
+replace github.com/switchyard-ai/switchyard/queue => ../queue

@@ -115,11 +115,9 @@ start_redis() {
   mkdir -p "$redis_dir"
   local persist=(--appendonly yes --save "")
   [ "$profile" = test ] && persist=(--appendonly no --save "")
-  # Keyspace events for lists wake idle executors when a task is pushed (docs/executor.md);
-  # the executor would turn them on itself, this saves it the CONFIG SET.
   redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$redis_dir" --daemonize yes \
     --pidfile "$redis_dir/redis.pid" --logfile "$dir/logs/redis.log" --databases 1024 \
-    --notify-keyspace-events Kl --protected-mode yes "${persist[@]}" >/dev/null
+    --protected-mode yes "${persist[@]}" >/dev/null
   for _ in $(seq 1 100); do port_open "$redis_port" && break; sleep 0.05; done
   port_open "$redis_port" || die "redis did not start; see $dir/logs/redis.log"
   # A Redis loading its append-only file answers LOADING until it is done: wait for PONG.

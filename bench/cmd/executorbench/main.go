@@ -47,16 +47,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/stats"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
-	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
@@ -64,7 +63,7 @@ import (
 type bench struct {
 	pool    *pgxpool.Pool
 	rdb     *redis.Client
-	client  *asynq.Client
+	client  *queue.Client
 	orgID   string
 	metrics string
 	// snapshot is the digest of the skill snapshot the bench's runs reference (setup stores it).
@@ -110,7 +109,7 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 		return err
 	}
 	defer rdb.Close()
-	b := &bench{pool: pool, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb), metrics: metrics,
+	b := &bench{pool: pool, rdb: rdb, client: queue.NewClientFromRedis(rdb), metrics: metrics,
 		waiters: map[string]chan struct{}{}}
 	if err := pool.QueryRow(ctx, `SELECT id FROM orgs WHERE slug = $1`, org).Scan(&b.orgID); err != nil {
 		return fmt.Errorf("organisation %q: %w", org, err)

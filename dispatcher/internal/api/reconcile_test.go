@@ -8,7 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
 
@@ -30,7 +30,7 @@ func TestReconcilerRepairsAfterRedisLostItsQueues(t *testing.T) {
 	for _, id := range ids {
 		require.NoError(t, b.inspector.ArchiveTask(tier, id))
 	}
-	require.NoError(t, b.rdb.Del(ctx, "asynq:queues").Err())
+	require.NoError(t, queue.ForgetQueues(ctx, b.rdb))
 	_, err := b.pool.Exec(ctx, `UPDATE runs SET updated_at = now() - interval '1 minute'`)
 	require.NoError(t, err)
 

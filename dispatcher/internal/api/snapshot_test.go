@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
-	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
 
@@ -96,9 +96,9 @@ func TestSnapshotStoreFailureIsDatabaseUnavailable(t *testing.T) {
 	require.Equal(t, "DATABASE_UNAVAILABLE", res["code"])
 	require.NotContains(t, res["message"], "skill_snapshots", "internal error text never reaches a client")
 	require.Zero(t, b.count(`SELECT count(*) FROM runs`))
-	keys, err := b.rdb.Keys(context.Background(), "asynq:{default:*}:pending").Result()
+	pending, err := queue.Pending(context.Background(), b.rdb, "default")
 	require.NoError(t, err)
-	require.Empty(t, keys, "nothing reached Redis")
+	require.Equal(t, []int64{0, 0, 0, 0}, pending, "nothing reached Redis")
 
 	b.exec(`DROP TRIGGER fail_snapshot ON skill_snapshots`)
 	b.accepted(b.key, demo)

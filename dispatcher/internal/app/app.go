@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/reconcile"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/registry"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 )
@@ -51,7 +52,7 @@ type App struct {
 	Reconciler *reconcile.Reconciler
 	Callbacks  *callback.Sender
 
-	client    *asynq.Client
+	client    *queue.Client
 	batch     *batchQueue
 	inspector *asynq.Inspector
 	events    *event.Background
@@ -59,7 +60,7 @@ type App struct {
 
 // New builds the dispatcher; call Start.
 func New(o Options) *App {
-	client := asynq.NewClient(o.Asynq)
+	client := queue.NewClient(o.Asynq)
 	batch := newBatchQueue(o.Asynq, o.Log)
 	inspector := asynq.NewInspector(o.Asynq)
 	reg := registry.New(o.DB, o.Log)
@@ -119,7 +120,7 @@ func (a *App) Stop() {
 // pipelines instead of one round trip each. Only batches use it; single dispatches keep the
 // plain client.
 type batchQueue struct {
-	client *asynq.Client
+	client *queue.Client
 	auto   *redis.AutoPipeliner
 	rdb    io.Closer
 }
@@ -140,7 +141,7 @@ func newBatchQueue(opt asynq.RedisConnOpt, log *slog.Logger) *batchQueue {
 		_ = rdb.Close()
 		return nil
 	}
-	return &batchQueue{client: asynq.NewClientFromRedisClient(auto), auto: auto, rdb: rdb}
+	return &batchQueue{client: queue.NewClientFromRedis(auto), auto: auto, rdb: rdb}
 }
 
 func (b *batchQueue) close() {

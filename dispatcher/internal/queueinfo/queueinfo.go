@@ -17,13 +17,10 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/periodic"
-	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
-
-// PendingKey is asynq's Redis list of a queue's pending tasks (what an autoscaler reads).
-func PendingKey(asynqQueue string) string { return "asynq:{" + asynqQueue + "}:pending" }
 
 // Tracker keeps the live consumer count per named queue.
 type Tracker struct {
@@ -88,19 +85,7 @@ func (t *Tracker) refreshBacklog(ctx context.Context) {
 }
 
 func (t *Tracker) readBacklog(ctx context.Context, name string) ([]int64, error) {
-	pipe := t.Redis.Pipeline()
-	cmds := make([]*redis.IntCmd, len(run.Priorities))
-	for i, tier := range run.Priorities {
-		cmds[i] = pipe.LLen(ctx, PendingKey(queue.Tier(name, tier)))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
-	}
-	counts := make([]int64, len(cmds))
-	for i, c := range cmds {
-		counts[i] = c.Val()
-	}
-	return counts, nil
+	return queue.Pending(ctx, t.Redis, name)
 }
 
 func (t *Tracker) refresh(ctx context.Context) {

@@ -23,8 +23,8 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/runner"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/executor/internal/worker"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/event"
-	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/service"
 )
@@ -65,7 +65,7 @@ func Main(ctx context.Context, name, class string, args []string) error {
 		return err
 	}
 
-	coordinator := asynq.NewClientFromRedisClient(rdb)
+	coordinator := queue.NewClientFromRedis(rdb)
 	// Mutual TLS to the router when configured (SWITCHYARD_ROUTER_CA_FILE & co.).
 	// As many idle connections as calls can be in flight: a connection dropped for want of an
 	// idle slot costs a new (mutual TLS) handshake on the next call.

@@ -23,9 +23,9 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/tier"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/event"
-	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -45,7 +45,7 @@ type Runner struct {
 	// Tooling performs tool calls; required for tool_using skills.
 	Tooling *toolcall.Invoker
 	// Queue reports chain steps' ends to the coordinator queue; required for chain steps.
-	Queue *asynq.Client
+	Queue *queue.Client
 	// GPU, when set, samples GPU telemetry, sent as job:gpu_metrics while a run executes
 	// (executor-gpu with a visible GPU).
 	GPU func(ctx context.Context) (any, error)

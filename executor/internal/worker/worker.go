@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -27,8 +26,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/periodic"
-	"github.com/switchyard-ai/switchyard/shared/queue"
 )
 
 // Options configure the worker.
@@ -44,12 +43,12 @@ type Options struct {
 	// ShardSize is the most handlers one asynq server runs; a queue of higher concurrency
 	// gets ceil(concurrency/ShardSize) servers sharing it. Default 250.
 	ShardSize int
-	// Redis, when set, enables fast recovery of dead workers' tasks (recover.go), checked
-	// every RecoverInterval (default 2s).
+	// Redis, when set, enables fast recovery of dead workers' tasks (queue.RecoverOrphans),
+	// checked every RecoverInterval (default 2s).
 	Redis           redis.UniversalClient
 	RecoverInterval time.Duration
-	// IdleWait is the longest an idle queue waits for a push notification before it looks
-	// for work anyway (wake.go); default 1s. Negative turns wake-ups off: idle queues poll
+	// IdleWait is the longest an idle queue waits for a push announcement before it looks
+	// for work anyway (queue.Wakeup); default 1s. Negative turns wake-ups off: idle queues poll
 	// every TaskCheckInterval.
 	IdleWait time.Duration
 }
@@ -68,7 +67,7 @@ type Worker struct {
 	cancel   context.CancelFunc
 	follows  sync.WaitGroup
 	recovery *periodic.Loop
-	wake     *wakeup // nil: idle queues poll
+	wake     *queue.Wakeup // nil: idle queues poll
 	wakeRDB  redis.UniversalClient
 }
 
@@ -150,26 +149,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// startWakeups subscribes to pushes onto the queues (wake.go). Where Redis refuses to
-// publish keyspace events, idle queues poll every TaskCheckInterval, and the log says so.
+// startWakeups subscribes to the announcements of pushes onto the queues (queue.Wakeup).
 func (w *Worker) startWakeups(ctx context.Context) {
 	rdb, ok := w.redis.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
 		return
 	}
-	db := 0
-	if c, ok := rdb.(*redis.Client); ok {
-		db = c.Options().DB
-	}
-	if err := enableKeyspaceEvents(ctx, rdb); err != nil {
-		_ = rdb.Close()
-		w.log.Warn("idle queues poll every TaskCheckInterval: could not enable Redis keyspace events for lists; "+
-			"set notify-keyspace-events to include K and l on the Redis server for push wake-ups", "error", err,
-			"interval", w.opts.TaskCheckInterval.String())
-		return
-	}
-	w.wake, w.wakeRDB = newWakeup(w.opts.IdleWait, w.log), rdb
-	w.follows.Go(func() { w.wake.follow(ctx, rdb, db) })
+	w.wake, w.wakeRDB = queue.NewWakeup(w.opts.IdleWait, w.log), rdb
+	w.follows.Go(func() { w.wake.Follow(ctx, rdb) })
 }
 
 // Queues returns the names of the queues being served.
@@ -195,7 +182,7 @@ func (w *Worker) Stop() {
 		w.recovery.Stop()
 	}
 	if w.wake != nil {
-		w.wake.close()
+		w.wake.Close()
 		defer w.wakeRDB.Close()
 	}
 	w.mu.Lock()
@@ -257,7 +244,7 @@ func (w *Worker) sync(ctx context.Context) error {
 	for name, s := range w.servers {
 		if ws, ok := want[name]; !ok || ws != s.spec {
 			if w.wake != nil {
-				w.wake.kick(tierNames(name))
+				w.wake.Kick(name)
 			}
 			s.shutdown()
 			delete(w.servers, name)
@@ -299,8 +286,8 @@ func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.Univer
 		return nil, nil, fmt.Errorf("unsupported Redis connection option %T", w.redis)
 	}
 	if w.wake != nil {
-		w.wake.register(tierNames(s.Name))
-		client.AddHook(w.wake.hook())
+		w.wake.Register(s.Name)
+		client.AddHook(w.wake.Hook())
 	}
 	return asynq.NewServerFromRedisClient(client, asynq.Config{
 		Concurrency:              concurrency,
@@ -319,9 +306,6 @@ func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.Univer
 		}),
 	}), client, nil
 }
-
-// tierNames are the asynq queues of a named queue's priority tiers.
-func tierNames(name string) []string { return slices.Sorted(maps.Keys(queue.Tiers(name))) }
 
 // backoff is exponential with full jitter: about 1 s, 2 s, 4 s ... capped at 5 minutes. A
 // parked run's task comes back after the delay it was parked for.
@@ -392,3 +376,14 @@ func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
 func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
 func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
 func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+
+// recoverOnce requeues the tasks of dead workers; Start runs it every RecoverInterval.
+func (w *Worker) recoverOnce(ctx context.Context) {
+	ids, err := queue.RecoverOrphans(ctx, w.opts.Redis, w.Queues(), time.Now())
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("recovering orphaned tasks", "error", err)
+	}
+	for _, id := range ids {
+		w.log.Warn("requeued the task of a dead worker", "task_id", id)
+	}
+}

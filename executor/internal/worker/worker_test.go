@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/shared/queue"
+	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
@@ -70,12 +70,12 @@ func TestShardedQueue(t *testing.T) {
 	require.NoError(t, w.Start(ctx))
 	defer w.Stop()
 
-	client := asynq.NewClient(opt)
+	client := queue.NewClient(opt)
 	defer client.Close()
 	for i := range 7 {
 		task, err := queue.NewRunTask(queue.Enqueue{RunID: fmt.Sprintf("r%d", i), OrgID: "o", Queue: name, Priority: run.PriorityNormal})
 		require.NoError(t, err)
-		_, err = client.Enqueue(task)
+		_, err = client.EnqueueContext(ctx, task)
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool { return running.Load() == 5 }, 10*time.Second, 10*time.Millisecond,

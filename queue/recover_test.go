@@ -1,4 +1,4 @@
-package worker
+package queue
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/shared/queue"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
@@ -26,9 +25,9 @@ func TestRecoverOrphans(t *testing.T) {
 	client := asynq.NewClient(opt)
 	defer client.Close()
 	ctx := context.Background()
-	tier := queue.Tier("default", run.PriorityNormal)
+	tier := Tier("default", run.PriorityNormal)
 	for _, id := range []string{"alive", "orphan", "waiting"} {
-		task, err := queue.NewRunTask(queue.Enqueue{RunID: id, OrgID: "o", Queue: "default", Priority: run.PriorityNormal})
+		task, err := NewRunTask(Enqueue{RunID: id, OrgID: "o", Queue: "default", Priority: run.PriorityNormal})
 		require.NoError(t, err)
 		_, err = client.Enqueue(task)
 		require.NoError(t, err)
@@ -36,20 +35,20 @@ func TestRecoverOrphans(t *testing.T) {
 	now := time.Now()
 	// Dequeue "alive" and "orphan" the way asynq does: pending -> active with a lease.
 	for id, lease := range map[string]time.Time{"alive": now.Add(25 * time.Second), "orphan": now.Add(10 * time.Second)} {
-		require.NoError(t, rdb.LRem(ctx, pendingKey(tier), 0, id).Err())
+		require.NoError(t, rdb.LRem(ctx, PendingKey(tier), 0, id).Err())
 		require.NoError(t, rdb.LPush(ctx, activeKey(tier), id).Err())
 		require.NoError(t, rdb.ZAdd(ctx, leaseKey(tier), redisZ(lease.Unix(), id)).Err())
 		require.NoError(t, rdb.HSet(ctx, taskPrefix(tier)+id, "state", "active").Err())
 	}
 
-	moved, err := recoverOrphans(ctx, rdb, []string{"default"}, now)
+	moved, err := RecoverOrphans(ctx, rdb, []string{"default"}, now)
 	require.NoError(t, err)
 	require.Equal(t, []string{"orphan"}, moved)
 	active, err := rdb.LRange(ctx, activeKey(tier), 0, -1).Result()
 	require.NoError(t, err)
 	require.Equal(t, []string{"alive"}, active)
 	// asynq dequeues from the right: the orphan is next.
-	next, err := rdb.LIndex(ctx, pendingKey(tier), -1).Result()
+	next, err := rdb.LIndex(ctx, PendingKey(tier), -1).Result()
 	require.NoError(t, err)
 	require.Equal(t, "orphan", next)
 
@@ -60,7 +59,7 @@ func TestRecoverOrphans(t *testing.T) {
 	require.Equal(t, asynq.TaskStatePending, info.State)
 
 	// Nothing else is stale: a second pass moves nothing.
-	moved, err = recoverOrphans(ctx, rdb, []string{"default"}, now)
+	moved, err = RecoverOrphans(ctx, rdb, []string{"default"}, now)
 	require.NoError(t, err)
 	require.Empty(t, moved)
 }

@@ -1,11 +1,15 @@
-// Package queue is the contract between the dispatcher, which enqueues runs, and the
-// executors, which consume them: task types, payloads, and how one named queue of the
-// registry maps onto asynq queues.
+// Package queue is Switchyard's one adapter to asynq, and the contract between the
+// dispatcher, which enqueues runs, and the executors, which consume them: task types,
+// payloads, how one named queue of the registry maps onto asynq queues — and everything that
+// knows asynq's internals (its Redis key layout, its scripts' shapes, its lease constants):
+// the wake-ups of idle queues (wake.go), the fast recovery of dead workers' tasks
+// (recover.go), the backlog an autoscaler reads (inspect.go). contract_test.go checks that
+// knowledge against the pinned asynq version, so an upgrade that changes it fails there.
 //
 // asynq has no priority inside a queue, so each named queue is served as one asynq queue
 // per priority tier ("<name>:critical" ... "<name>:low"). Executors serve the tiers with
 // weights, so higher tiers go first without starving lower ones. The backlog of a named
-// queue is the sum of the Redis lists asynq:{<name>:<tier>}:pending.
+// queue is the sum of the Redis lists asynq:{<name>:<tier>}:pending (Pending).
 package queue
 
 import (
@@ -116,15 +120,12 @@ func (p *Parked) Error() string {
 	return fmt.Sprintf("run parked for %s (%s)", p.Delay.Round(time.Millisecond), p.Reason)
 }
 
-// registeredQueues is asynq's Redis set of queue names (base.AllQueues in asynq's internals).
-const registeredQueues = "asynq:queues"
-
 // Register adds an asynq queue to asynq's set of queues. asynq's client adds a queue there on
 // its first enqueue and then remembers, for the life of the process, that it did: when Redis
 // loses its data, the set stays without that process's queues, and asynq's Inspector answers
 // ErrQueueNotFound even for tasks that exist. Register is what the client would have done.
 func Register(ctx context.Context, rdb redis.UniversalClient, asynqQueue string) error {
-	return rdb.SAdd(ctx, registeredQueues, asynqQueue).Err()
+	return rdb.SAdd(ctx, allQueues, asynqQueue).Err()
 }
 
 // StepDone is the payload of a TypeStepDone task.
@@ -147,4 +148,10 @@ func NewStepDoneTask(d StepDone) (*asynq.Task, error) {
 	}
 	return asynq.NewTask(TypeStepDone, payload,
 		asynq.TaskID("step_done:"+d.RunID), asynq.Queue(Coordinator), asynq.MaxRetry(25)), nil
+}
+
+// ForgetQueues empties asynq's set of queues, as Redis losing its data does while asynq's
+// clients still remember having registered theirs: for tests of the recovery from that.
+func ForgetQueues(ctx context.Context, rdb redis.UniversalClient) error {
+	return rdb.Del(ctx, allQueues).Err()
 }
