@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // Options configure the dispatcher.
@@ -56,6 +57,7 @@ type App struct {
 	batch     *batchQueue
 	inspector *asynq.Inspector
 	events    *event.Background
+	notifier  *postgres.Notifier
 }
 
 // New builds the dispatcher; call Start.
@@ -63,7 +65,9 @@ func New(o Options) *App {
 	client := queue.NewClient(o.Asynq)
 	batch := newBatchQueue(o.Asynq, o.Log)
 	inspector := asynq.NewInspector(o.Asynq)
+	notifier := postgres.NewNotifier(o.DB, o.Log)
 	reg := registry.New(o.DB, o.Log)
+	reg.Follow(notifier)
 	tracker := &queueinfo.Tracker{Inspector: inspector, Redis: o.Redis, Log: o.Log}
 	// Events are journaled before a request answers; publishing them to live subscribers
 	// happens in the background, many per round trip.
@@ -85,7 +89,7 @@ func New(o Options) *App {
 		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Log: o.Log,
 			Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
 		Callbacks: &callback.Sender{DB: o.DB, Log: o.Log, Every: o.CallbackEvery, Resolver: o.Resolver},
-		client:    client, batch: batch, inspector: inspector, events: events,
+		client:    client, batch: batch, inspector: inspector, events: events, notifier: notifier,
 	}
 }
 
@@ -95,7 +99,9 @@ func (a *App) Handler() *echo.Echo { return a.Server.Handler() }
 // Start starts the background components: the registry cache first (so the first requests
 // are served from a followed cache), then the tracker, the reconciler and callbacks.
 func (a *App) Start(ctx context.Context) {
-	a.Registry.Start(ctx)
+	if err := a.notifier.Start(ctx); err != nil {
+		a.Server.Log.Warn("registry notifications not followed yet; the cache is bypassed until they are", "error", err)
+	}
 	a.Queues.Start(ctx)
 	a.Reconciler.Start(ctx)
 	a.Callbacks.Start(ctx)
@@ -110,6 +116,7 @@ func (a *App) Stop() {
 	a.events.Close() // what the stopped components journaled is published before Redis closes
 	a.Queues.Stop()
 	a.Registry.Stop()
+	a.notifier.Stop()
 	_ = a.client.Close()
 	a.batch.close()
 	_ = a.inspector.Close()

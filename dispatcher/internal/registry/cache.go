@@ -1,9 +1,9 @@
 // Package registry is the dispatcher's in-process cache of the registry — skills, queues,
-// organisations and API keys — kept true by Postgres LISTEN/NOTIFY: every change to those
-// tables notifies channel registry_changed and drops the cached entry, so no dispatcher
-// serves a changed row longer than the notification takes. While the listener is not
-// connected the cache is bypassed (every read goes to Postgres) and it is emptied on
-// reconnect, since notifications may have been missed.
+// organisations and API keys — kept true by Postgres LISTEN/NOTIFY (the process's
+// postgres.Notifier): every change to those tables notifies channel registry_changed and
+// drops the cached entry, so no dispatcher serves a changed row longer than the notification
+// takes. While the notifier is not connected the cache is bypassed (every read goes to
+// Postgres) and it is emptied on reconnect, since notifications may have been missed.
 package registry
 
 import (
@@ -13,12 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 
@@ -46,9 +46,8 @@ type Cache struct {
 	keys   map[string]keyEntry
 
 	// notified is closed and replaced on every invalidation; tests wait on it.
-	notified chan struct{}
-	done     chan struct{}
-	cancel   context.CancelFunc
+	notified    chan struct{}
+	unsubscribe func()
 }
 
 type skillEntry struct {
@@ -57,9 +56,9 @@ type skillEntry struct {
 	found bool
 }
 
-// New returns a cache; call Start to follow changes (without it, nothing is cached).
+// New returns a cache; call Follow to follow changes (without it, nothing is cached).
 func New(db *pgxpool.Pool, log *slog.Logger) *Cache {
-	c := &Cache{db: db, log: log, notified: make(chan struct{}), done: make(chan struct{})}
+	c := &Cache{db: db, log: log, notified: make(chan struct{})}
 	c.reset()
 	return c
 }
@@ -72,31 +71,24 @@ func (c *Cache) reset() {
 	c.gen++
 }
 
-// Start follows registry changes until Stop.
-func (c *Cache) Start(ctx context.Context) {
-	ctx, c.cancel = context.WithCancel(ctx)
-	go func() {
-		defer close(c.done)
-		for ctx.Err() == nil {
-			err := c.listen(ctx)
+// Follow subscribes the cache to registry changes on n: it caches from the notifier's
+// (re)connection on, and is bypassed while the notifier is down. Call it before n.Start.
+func (c *Cache) Follow(n *postgres.Notifier) {
+	c.unsubscribe = n.Subscribe(Channel, postgres.Handler{
+		Notify: func(_ context.Context, payload string) { c.invalidate(payload) },
+		Resync: func(context.Context) { c.setLive(true) },
+		Lost: func() {
+			c.log.Warn("registry notifications lost; cache bypassed until they are back")
 			c.setLive(false)
-			if ctx.Err() != nil {
-				return
-			}
-			c.log.Warn("registry listener lost; cache bypassed until it reconnects", "error", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}()
+		},
+	})
 }
 
-// Stop ends the listener.
+// Stop ends following changes: the cache is bypassed from now on.
 func (c *Cache) Stop() {
-	if c.cancel != nil {
-		c.cancel()
-		<-c.done
+	if c.unsubscribe != nil {
+		c.unsubscribe()
+		c.setLive(false)
 	}
 }
 
@@ -121,25 +113,6 @@ func (c *Cache) setLive(live bool) {
 	c.reset()
 	close(c.notified)
 	c.notified = make(chan struct{})
-}
-
-func (c *Cache) listen(ctx context.Context) error {
-	conn, err := c.db.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
-		return err
-	}
-	c.setLive(true)
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		c.invalidate(n.Payload)
-	}
 }
 
 type change struct {

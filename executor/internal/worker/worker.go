@@ -28,6 +28,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/periodic"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // Options configure the worker.
@@ -51,6 +52,9 @@ type Options struct {
 	// for work anyway (queue.Wakeup); default 1s. Negative turns wake-ups off: idle queues poll
 	// every TaskCheckInterval.
 	IdleWait time.Duration
+	// Notifier delivers registry changes (NOTIFY registry_changed); when nil the worker opens
+	// one of its own, started and stopped with it.
+	Notifier *postgres.Notifier
 }
 
 // Worker manages the asynq servers.
@@ -66,6 +70,8 @@ type Worker struct {
 	stopped  bool
 	cancel   context.CancelFunc
 	follows  sync.WaitGroup
+	ownsNote bool   // opts.Notifier was opened by Start
+	unfollow func() // ends the registry subscription
 	recovery *periodic.Loop
 	wake     *queue.Wakeup // nil: idle queues poll
 	wakeRDB  redis.UniversalClient
@@ -141,7 +147,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.Stop()
 		return err
 	}
-	w.follows.Go(func() { w.follow(ctx) })
+	w.follow(ctx)
 	if w.opts.Redis != nil {
 		w.recovery = &periodic.Loop{Every: w.opts.RecoverInterval, Run: w.recoverOnce}
 		w.recovery.Start(ctx)
@@ -176,6 +182,12 @@ func (w *Worker) Queues() []string {
 func (w *Worker) Stop() {
 	if w.cancel != nil {
 		w.cancel()
+	}
+	if w.unfollow != nil {
+		w.unfollow()
+	}
+	if w.ownsNote {
+		w.opts.Notifier.Stop()
 	}
 	w.follows.Wait()
 	if w.recovery != nil {
@@ -324,46 +336,32 @@ func isFailure(err error) bool {
 	return !parked
 }
 
-// follow restarts queue servers when the registry's queues change (NOTIFY registry_changed).
+// follow restarts queue servers when the registry's queues change (NOTIFY registry_changed),
+// and syncs them after every reconnection of the notifier, since changes may have been
+// missed meanwhile.
 func (w *Worker) follow(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := w.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		w.log.Warn("registry listener lost; reconnecting", "error", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
+	resync := func(ctx context.Context) {
+		if err := w.sync(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			w.log.Error("syncing queues", "error", err)
 		}
 	}
-}
-
-func (w *Worker) listen(ctx context.Context) error {
-	conn, err := w.db.Acquire(ctx)
-	if err != nil {
-		return err
+	if w.opts.Notifier == nil {
+		w.opts.Notifier, w.ownsNote = postgres.NewNotifier(w.db, w.log), true
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN registry_changed"); err != nil {
-		return err
-	}
-	// Changes made while we were not listening.
-	if err := w.sync(ctx); err != nil {
-		w.log.Error("syncing queues", "error", err)
-	}
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		var msg struct {
-			Table string `json:"table"`
-		}
-		if json.Unmarshal([]byte(n.Payload), &msg) == nil && msg.Table == "queues" {
-			if err := w.sync(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				w.log.Error("syncing queues", "error", err)
+	w.unfollow = w.opts.Notifier.Subscribe("registry_changed", postgres.Handler{
+		Resync: resync,
+		Notify: func(ctx context.Context, payload string) {
+			var msg struct {
+				Table string `json:"table"`
 			}
+			if json.Unmarshal([]byte(payload), &msg) == nil && msg.Table == "queues" {
+				resync(ctx)
+			}
+		},
+	})
+	if w.ownsNote {
+		if err := w.opts.Notifier.Start(ctx); err != nil {
+			w.log.Warn("registry changes not followed yet; retrying", "error", err)
 		}
 	}
 }

@@ -10,13 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/provider-router/internal/limiter"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // Channel is the notification channel of migration 00003's triggers.
@@ -30,104 +29,52 @@ type Change struct {
 	Model            string `json:"model"`
 }
 
-// Watcher delivers changes. OnChange is called for each notification, OnReset whenever
-// the listening connection was (re)established — changes may have been missed, so
-// everything must be reloaded. Both are called from one goroutine, in order.
+// Watcher delivers changes, through the process's one postgres.Notifier. OnChange is called
+// for each notification, OnReset whenever the listening connection was (re)established —
+// changes may have been missed, so everything must be reloaded. Both are called from one
+// goroutine, in order.
 type Watcher struct {
 	DB       *pgxpool.Pool
 	Log      *slog.Logger
 	OnChange func(ctx context.Context, c Change)
 	OnReset  func(ctx context.Context)
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	notifier *postgres.Notifier
 }
 
 // Start listens and returns once the first LISTEN is live (and OnReset has run), so no
 // change committed after Start returns is missed.
 func (w *Watcher) Start(ctx context.Context) error {
-	conn, err := w.listen(ctx)
-	if err != nil {
-		return err
+	w.notifier = postgres.NewNotifier(w.DB, w.Log)
+	w.notifier.Subscribe(Channel, postgres.Handler{
+		Resync: func(ctx context.Context) {
+			if w.OnReset != nil {
+				w.OnReset(ctx)
+			}
+		},
+		Notify: func(ctx context.Context, payload string) {
+			var c Change
+			if err := json.Unmarshal([]byte(payload), &c); err != nil {
+				w.Log.Warn("registry notification unreadable", "error", err)
+				return
+			}
+			if w.OnChange != nil {
+				w.OnChange(ctx, c)
+			}
+		},
+	})
+	// The watcher outlives the start-up context: Stop ends it.
+	if err := w.notifier.Start(context.WithoutCancel(ctx)); err != nil {
+		w.notifier.Stop()
+		return fmt.Errorf("listening for %s: %w", Channel, err)
 	}
-	if w.OnReset != nil {
-		w.OnReset(ctx)
-	}
-	lctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	w.wg.Go(func() { w.loop(lctx, conn) })
 	return nil
 }
 
 // Stop ends the listener.
 func (w *Watcher) Stop() {
-	if w.cancel != nil {
-		w.cancel()
-		w.wg.Wait()
-	}
-}
-
-func (w *Watcher) listen(ctx context.Context) (*pgxpool.Conn, error) {
-	conn, err := w.DB.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("acquiring a connection to LISTEN: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
-		conn.Release()
-		return nil, fmt.Errorf("LISTEN %s: %w", Channel, err)
-	}
-	return conn, nil
-}
-
-func (w *Watcher) loop(ctx context.Context, conn *pgxpool.Conn) {
-	defer func() {
-		if conn != nil {
-			// A connection that was LISTENing must not go back to the pool.
-			_ = conn.Conn().Close(context.Background())
-			conn.Release()
-		}
-	}()
-	backoff := 100 * time.Millisecond
-	for {
-		if conn == nil {
-			var err error
-			if conn, err = w.listen(ctx); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				w.Log.Warn("registry listener reconnecting", "error", err, "in", backoff.String())
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, 5*time.Second)
-				continue
-			}
-			backoff = 100 * time.Millisecond
-			if w.OnReset != nil {
-				w.OnReset(ctx)
-			}
-		}
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			w.Log.Warn("registry listener lost its connection", "error", err)
-			_ = conn.Conn().Close(context.Background())
-			conn.Release()
-			conn = nil
-			continue
-		}
-		var c Change
-		if err := json.Unmarshal([]byte(n.Payload), &c); err != nil {
-			w.Log.Warn("registry notification unreadable", "error", err)
-			continue
-		}
-		if w.OnChange != nil {
-			w.OnChange(ctx, c)
-		}
+	if w.notifier != nil {
+		w.notifier.Stop()
 	}
 }
 
