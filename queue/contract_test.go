@@ -27,7 +27,21 @@ func TestKeyLayoutContract(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tier := Tier(b.name, run.PriorityNormal)
-	b.enqueue(t, "t1", run.PriorityNormal)
+	wake := b.rdb.Subscribe(b.ctx, wakeChannel(tier))
+	defer wake.Close()
+	_, err := wake.Receive(b.ctx) // the subscription's confirmation
+	require.NoError(t, err)
+	// asynq's enqueue script has the shape the Client's hook recognises: the announcement
+	// goes in the same round trip.
+	task, err := NewRunTask(Enqueue{RunID: "t1", OrgID: "o", Queue: b.name, Priority: run.PriorityNormal})
+	require.NoError(t, err)
+	announced := new(bool)
+	_, err = b.client.aq.EnqueueContext(context.WithValue(b.ctx, announcedKey{}, announced), task)
+	require.NoError(t, err)
+	require.True(t, *announced, "the enqueue script was recognised and its push announced with it")
+	msg, err := wake.ReceiveTimeout(b.ctx, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, wakeChannel(tier), msg.(*redis.Message).Channel)
 
 	pending, err := b.rdb.LRange(b.ctx, PendingKey(tier), 0, -1).Result()
 	require.NoError(t, err)

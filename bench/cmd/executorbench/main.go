@@ -109,7 +109,14 @@ func runBench(ctx context.Context, dbURL, redisURL, org, metrics string, idleN, 
 		return err
 	}
 	defer rdb.Close()
-	b := &bench{pool: pool, rdb: rdb, client: queue.NewClientFromRedis(rdb), metrics: metrics,
+	opt, err := redisconn.Asynq(redisURL)
+	if err != nil {
+		return err
+	}
+	// Enqueue as the dispatcher does: a queue client on a connection of its own.
+	client := queue.NewClient(opt)
+	defer client.Close()
+	b := &bench{pool: pool, rdb: rdb, client: client, metrics: metrics,
 		waiters: map[string]chan struct{}{}}
 	if err := pool.QueryRow(ctx, `SELECT id FROM orgs WHERE slug = $1`, org).Scan(&b.orgID); err != nil {
 		return fmt.Errorf("organisation %q: %w", org, err)
