@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -45,6 +46,13 @@ var Weights = map[run.Priority]int{
 
 // Tier is the asynq queue that holds a named queue's tasks of one priority.
 func Tier(name string, p run.Priority) string { return name + ":" + string(p) }
+
+// NamedQueue is the named queue of an asynq queue made by Tier (the coordinator queue is its
+// own).
+func NamedQueue(asynqQueue string) string {
+	name, _, _ := strings.Cut(asynqQueue, ":")
+	return name
+}
 
 // Tiers returns the asynq queues of a named queue with their weights, as asynq.Config.Queues
 // wants them.

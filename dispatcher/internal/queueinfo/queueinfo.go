@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +107,7 @@ func (t *Tracker) refresh(ctx context.Context) {
 			continue
 		}
 		for q := range s.Queues {
-			name, _, _ := strings.Cut(q, ":")
+			name := queue.NamedQueue(q)
 			if c := (consumer{name, s.Host, s.PID}); !seen[c] {
 				seen[c] = true
 				counts[name]++
