@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
 // APIError is a non-2xx answer of the dispatcher: its structured error body (docs/errors.md)
@@ -66,28 +68,47 @@ type sentinel string
 
 func (s sentinel) Error() string { return "switchyard: " + string(s) }
 
-// Sentinels for the error codes a caller most often handles; errors.Is(err, ErrJobNotFound)
+// sentinels holds every sentinel by code; TestSentinelsCoverEveryCode checks that it has one
+// for each code the dispatcher answers with or the client makes (shared/apierr/codes.go).
+var sentinels = map[string]error{}
+
+// newSentinel returns the sentinel of an error code of shared/apierr and records it.
+func newSentinel(code string) error {
+	s := sentinel(code)
+	sentinels[code] = s
+	return s
+}
+
+// Sentinels for the error codes of the dispatcher's answers; errors.Is(err, ErrJobNotFound)
 // is true for any *APIError with that code. docs/errors.md lists every code.
 var (
-	ErrValidationFailed     error = sentinel("VALIDATION_FAILED")
-	ErrPayloadTooLarge      error = sentinel("PAYLOAD_TOO_LARGE")
-	ErrUnauthenticated      error = sentinel("UNAUTHENTICATED")
-	ErrForbidden            error = sentinel("FORBIDDEN")
-	ErrJobNotFound          error = sentinel("JOB_NOT_FOUND")
-	ErrSkillNotFound        error = sentinel("SKILL_NOT_FOUND")
-	ErrKeyNotFound          error = sentinel("KEY_NOT_FOUND")
-	ErrRouteNotFound        error = sentinel("ROUTE_NOT_FOUND")
-	ErrRateLimited          error = sentinel("RATE_LIMITED")
-	ErrQuotaExceeded        error = sentinel("QUOTA_EXCEEDED")
-	ErrBacklogFull          error = sentinel("BACKLOG_FULL")
-	ErrResidencyViolation   error = sentinel("RESIDENCY_VIOLATION")
-	ErrJobNotReviewable     error = sentinel("JOB_NOT_REVIEWABLE")
-	ErrJobAlreadyFinished   error = sentinel("JOB_ALREADY_FINISHED")
-	ErrCallbackURLForbidden error = sentinel("CALLBACK_URL_FORBIDDEN")
-	ErrDatabaseUnavailable  error = sentinel("DATABASE_UNAVAILABLE")
-	ErrQueueUnavailable     error = sentinel("QUEUE_UNAVAILABLE")
-	ErrInternal             error = sentinel("INTERNAL")
-	ErrUnexpectedResponse   error = sentinel("UNEXPECTED_RESPONSE")
+	ErrValidationFailed         = newSentinel(apierr.CodeValidationFailed)
+	ErrPayloadTooLarge          = newSentinel(apierr.CodePayloadTooLarge)
+	ErrUnauthenticated          = newSentinel(apierr.CodeUnauthenticated)
+	ErrForbidden                = newSentinel(apierr.CodeForbidden)
+	ErrJobNotFound              = newSentinel(apierr.CodeJobNotFound)
+	ErrSkillNotFound            = newSentinel(apierr.CodeSkillNotFound)
+	ErrKeyNotFound              = newSentinel(apierr.CodeKeyNotFound)
+	ErrChainNotFound            = newSentinel(apierr.CodeChainNotFound)
+	ErrRouteNotFound            = newSentinel(apierr.CodeRouteNotFound)
+	ErrMethodNotAllowed         = newSentinel(apierr.CodeMethodNotAllowed)
+	ErrBadRequest               = newSentinel(apierr.CodeBadRequest)
+	ErrUnsupportedExecutionType = newSentinel(apierr.CodeUnsupportedExecutionType)
+	ErrRateLimited              = newSentinel(apierr.CodeRateLimited)
+	ErrQuotaExceeded            = newSentinel(apierr.CodeQuotaExceeded)
+	ErrBacklogFull              = newSentinel(apierr.CodeBacklogFull)
+	ErrResidencyViolation       = newSentinel(apierr.CodeResidencyViolation)
+	ErrJobNotReviewable         = newSentinel(apierr.CodeJobNotReviewable)
+	ErrJobAlreadyFinished       = newSentinel(apierr.CodeJobAlreadyFinished)
+	ErrCallbackURLForbidden     = newSentinel(apierr.CodeCallbackURLForbidden)
+	ErrWebSocketRequired        = newSentinel(apierr.CodeWebSocketRequired)
+	ErrDatabaseUnavailable      = newSentinel(apierr.CodeDatabaseUnavailable)
+	ErrQueueUnavailable         = newSentinel(apierr.CodeQueueUnavailable)
+	ErrNotReady                 = newSentinel(apierr.CodeNotReady)
+	ErrShuttingDown             = newSentinel(apierr.CodeShuttingDown)
+	ErrUINotBuilt               = newSentinel(apierr.CodeUINotBuilt)
+	ErrInternal                 = newSentinel(apierr.CodeInternal)
+	ErrUnexpectedResponse       = newSentinel(apierr.CodeUnexpectedResponse)
 )
 
 // decodeError builds the APIError of a non-2xx answer. A body that is not the structured
@@ -106,7 +127,7 @@ func decodeError(resp *http.Response, raw []byte) *APIError {
 	if len(text) > 200 {
 		text = text[:200] + "…"
 	}
-	e.Code = string(ErrUnexpectedResponse.(sentinel))
+	e.Code = apierr.CodeUnexpectedResponse
 	e.Message = fmt.Sprintf("%s: %s", http.StatusText(resp.StatusCode), text)
 	return e
 }

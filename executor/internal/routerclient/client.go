@@ -145,15 +145,11 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	return &a, nil
 }
 
-// permanent lists router codes that no retry can change.
-var permanent = map[string]bool{
-	"VALIDATION_FAILED": true, "BUDGET_EXCEEDED": true, "RESIDENCY_VIOLATION": true,
-	"ROUTING_FAILED": true, "QUOTA_EXCEEDED": true, "FORBIDDEN": true, "PROVIDER_REJECTED": true,
-	"RATE_LIMIT_DEADLINE": true,
-}
-
+// retryable reports whether another attempt may get another answer: a 429 or 5xx answer
+// whose code shared/apierr does not mark permanent (a router code such as PROVIDER_REJECTED
+// or RATE_LIMIT_DEADLINE is answered with 502 or 429, yet no retry changes it).
 func retryable(status int, code string) bool {
-	if permanent[code] {
+	if apierr.Permanent(code) {
 		return false
 	}
 	return status == http.StatusTooManyRequests || status >= 500
