@@ -6,6 +6,7 @@ package runstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -256,7 +257,9 @@ func TestWorkQueries(t *testing.T) {
 	require.NoError(t, s.AddHoldReasons(ctx, id, []map[string]any{{"code": "Y"}}))
 	r, err := s.GetRun(ctx, orgID, id)
 	require.NoError(t, err)
-	require.JSONEq(t, `[{"code":"X"},{"code":"Y"}]`, string(r.HoldReasons))
+	holds, err := json.Marshal(r.HoldReasons)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"code":"X"},{"code":"Y"}]`, string(holds))
 }
 
 func TestJournal(t *testing.T) {
@@ -344,9 +347,9 @@ func TestDispatchWrites(t *testing.T) {
 
 	ra, err := s.GetRun(ctx, orgID, a)
 	require.NoError(t, err)
-	require.Equal(t, "queued", ra.Status)
+	require.EqualValues(t, "queued", ra.Status)
 	require.NotNil(t, ra.Timings.QueuedAt)
-	require.Equal(t, batchID, *ra.BatchID)
+	require.Equal(t, batchID, ra.BatchID)
 	_, err = s.GetRun(ctx, uuid.NewString(), a)
 	require.ErrorIs(t, err, runstore.ErrNotFound, "another organisation's run is not found")
 

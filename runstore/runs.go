@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // NewRun is the row written when a job is accepted.
@@ -161,30 +163,10 @@ func (s *Store) InsertBatch(ctx context.Context, id, orgID string, size int) err
 	return err
 }
 
-// Run is a run as GET /api/v1/dispatch/{id} shows it.
+// Run is a run as GET /api/v1/dispatch/{id} shows it (apitypes.Run, the wire type the Go
+// client shares), with what the dispatcher knows of it beside.
 type Run struct {
-	JobID         string          `json:"jobId"`
-	TraceID       string          `json:"traceId"`
-	JobType       string          `json:"jobType"`
-	SkillVersion  int             `json:"skillVersion"`
-	ExecutionType string          `json:"executionType"`
-	Status        string          `json:"status"`
-	Queue         string          `json:"queue"`
-	Priority      string          `json:"priority"`
-	UserID        string          `json:"userId"`
-	Metadata      json.RawMessage `json:"metadata"`
-	Output        json.RawMessage `json:"output"`
-	Error         json.RawMessage `json:"error"`
-	AttemptErrors json.RawMessage `json:"attemptErrors"`
-	Warnings      json.RawMessage `json:"warnings"`
-	HoldReasons   json.RawMessage `json:"holdReasons"`
-	AuditFlagged  bool            `json:"auditFlagged"`
-	Attempts      int             `json:"attempts"`
-	ChainID       *string         `json:"chainId,omitempty"`
-	ChainStep     *string         `json:"chainStep,omitempty"`
-	BatchID       *string         `json:"batchId,omitempty"`
-	Timings       Timings         `json:"timings"`
-	Billing       Billing         `json:"billing"`
+	apitypes.Run
 	// Payload is only shown to callers who may see it (see the handler).
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// OrgID is used for scoping, never shown.
@@ -192,23 +174,10 @@ type Run struct {
 }
 
 // Timings are a run's timestamps and the durations derived from them.
-type Timings struct {
-	CreatedAt   time.Time  `json:"createdAt"`
-	QueuedAt    *time.Time `json:"queuedAt"`
-	StartedAt   *time.Time `json:"startedAt"`
-	FinishedAt  *time.Time `json:"finishedAt"`
-	QueueWaitMS *float64   `json:"queueWaitMs"`
-	DurationMS  *float64   `json:"durationMs"`
-}
+type Timings = apitypes.Timings
 
 // Billing is what a run has cost so far.
-type Billing struct {
-	TokensIn     int64   `json:"tokensIn"`
-	TokensOut    int64   `json:"tokensOut"`
-	TokensCached int64   `json:"tokensCached"`
-	CostUSD      float64 `json:"costUsd"`
-	LLMCalls     int     `json:"llmCalls"`
-}
+type Billing = apitypes.Billing
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run

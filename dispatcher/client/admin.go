@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // SkillSpec is what a caller sets on a skill binding: the body of PUT
@@ -40,6 +42,7 @@ type SkillSpec struct {
 type Skill struct {
 	SkillSpec
 	ID        string    `json:"id,omitempty"`
+	OrgID     string    `json:"org_id,omitempty"`
 	Version   int       `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`
 	UpdatedBy string    `json:"updated_by,omitempty"`
@@ -110,16 +113,7 @@ func (s *SkillsService) History(ctx context.Context, jobType string) ([]SkillCha
 }
 
 // Key describes an API key; the secret is never shown after creation.
-type Key struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Prefix     string     `json:"prefix"`
-	Roles      []string   `json:"roles"`
-	CreatedBy  string     `json:"createdBy"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
-	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
-}
+type Key = apitypes.Key
 
 // CreatedKey is a new key with its plaintext, shown this once.
 type CreatedKey struct {
@@ -153,7 +147,7 @@ type KeysService struct{ c *Client }
 func (k *KeysService) Create(ctx context.Context, name string, roles ...string) (CreatedKey, error) {
 	var out CreatedKey
 	err := k.c.do(ctx, request{method: http.MethodPost, path: "/api/v1/admin/keys",
-		body: map[string]any{"name": name, "roles": roles}}, &out)
+		body: apitypes.KeyCreate{Name: name, Roles: roles}}, &out)
 	return out, err
 }
 
@@ -170,17 +164,7 @@ func (k *KeysService) Revoke(ctx context.Context, id string) error {
 }
 
 // Queue is a named queue of the platform.
-type Queue struct {
-	Name string `json:"name"`
-	// Class is cpu or gpu: which executors consume it.
-	Class          string    `json:"class"`
-	Concurrency    int       `json:"concurrency"`
-	TimeoutSeconds int       `json:"timeoutSeconds"`
-	Description    string    `json:"description,omitempty"`
-	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
-	// Consumers is how many executor servers consume the queue now (listing only).
-	Consumers *int `json:"consumers,omitempty"`
-}
+type Queue = apitypes.Queue
 
 // QueuesService administers the named queues (role admin; platform-wide).
 type QueuesService struct{ c *Client }
@@ -205,40 +189,10 @@ func (q *QueuesService) Put(ctx context.Context, queue Queue) (Queue, error) {
 }
 
 // Org is the organisation's settings.
-type Org struct {
-	ID   string `json:"id,omitempty"`
-	Slug string `json:"slug,omitempty"`
-	Name string `json:"name"`
-	// Jurisdiction is eu, us or other: where the organisation's data may be processed.
-	Jurisdiction string `json:"jurisdiction"`
-	// OrgRPM and UserRPM are the dispatch rate limits per minute; 0 means unlimited.
-	OrgRPM  int `json:"orgRpm"`
-	UserRPM int `json:"userRpm"`
-	// MonthlyTokenQuota is nil when unlimited.
-	MonthlyTokenQuota *int64   `json:"monthlyTokenQuota"`
-	PIIKeywords       []string `json:"piiKeywords"`
-	CallbackAllowlist []string `json:"callbackAllowlist"`
-	HTTPAllowlist     []string `json:"httpAllowlist"`
-	// MaxBacklog caps the runs queued or running; beyond it a dispatch answers
-	// ErrBacklogFull. 0: no cap.
-	MaxBacklog int       `json:"maxBacklog"`
-	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
-}
+type Org = apitypes.Org
 
 // OrgPatch changes some of the organisation's settings; nil fields stay as they are.
-type OrgPatch struct {
-	Name              *string `json:"name,omitempty"`
-	Jurisdiction      *string `json:"jurisdiction,omitempty"`
-	OrgRPM            *int    `json:"orgRpm,omitempty"`
-	UserRPM           *int    `json:"userRpm,omitempty"`
-	MonthlyTokenQuota *int64  `json:"monthlyTokenQuota,omitempty"`
-	// ClearTokenQuota removes the monthly token quota (unlimited).
-	ClearTokenQuota   bool      `json:"clearTokenQuota,omitempty"`
-	PIIKeywords       *[]string `json:"piiKeywords,omitempty"`
-	CallbackAllowlist *[]string `json:"callbackAllowlist,omitempty"`
-	HTTPAllowlist     *[]string `json:"httpAllowlist,omitempty"`
-	MaxBacklog        *int      `json:"maxBacklog,omitempty"`
-}
+type OrgPatch = apitypes.OrgPatch
 
 // OrgService reads and changes the organisation (role admin).
 type OrgService struct{ c *Client }
@@ -258,22 +212,10 @@ func (o *OrgService) Update(ctx context.Context, p OrgPatch) (Org, error) {
 }
 
 // Usage is the organisation's token use and cost in a month.
-type Usage struct {
-	Month             string       `json:"month"`
-	Tokens            int64        `json:"tokens"`
-	CostUSD           float64      `json:"costUsd"`
-	MonthlyTokenQuota *int64       `json:"monthlyTokenQuota"`
-	BySkillAndModel   []SkillUsage `json:"bySkillAndModel"`
-}
+type Usage = apitypes.Usage
 
 // SkillUsage is what one skill (and model) consumed in the month.
-type SkillUsage struct {
-	JobType string  `json:"jobType"`
-	Model   string  `json:"model,omitempty"`
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"costUsd"`
-	Calls   int64   `json:"calls"`
-}
+type SkillUsage = apitypes.SkillUsage
 
 // Usage returns the tokens and cost of month (YYYY-MM; empty means the current month).
 func (o *OrgService) Usage(ctx context.Context, month string) (Usage, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // APIError is a non-2xx answer of the dispatcher: its structured error body (docs/errors.md)
@@ -54,14 +55,7 @@ func (e *APIError) FieldErrors() []FieldError {
 }
 
 // FieldError is one failing field of a VALIDATION_FAILED answer.
-type FieldError struct {
-	// Field is the JSON path of the field, e.g. metadata.parent_job_id.
-	Field string `json:"field"`
-	// Rule is the rule it broke, e.g. required or oneof.
-	Rule string `json:"rule"`
-	// Message explains the rule.
-	Message string `json:"message"`
-}
+type FieldError = apitypes.FieldError
 
 // sentinel is an error code that errors.Is compares with APIError.Code.
 type sentinel string
@@ -115,10 +109,7 @@ var (
 // error (a proxy's HTML page, say) becomes UNEXPECTED_RESPONSE with the start of the body.
 func decodeError(resp *http.Response, raw []byte) *APIError {
 	e := &APIError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	var body struct {
-		Error bool `json:"error"`
-		APIError
-	}
+	var body apierr.Body
 	if err := json.Unmarshal(raw, &body); err == nil && body.Code != "" {
 		e.Code, e.Message, e.Troubleshooting, e.Context = body.Code, body.Message, body.Troubleshooting, body.Context
 		return e

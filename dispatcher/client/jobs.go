@@ -8,47 +8,39 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // Priority orders jobs within a named queue.
-type Priority string
+type Priority = apitypes.Priority
 
 // The priorities, highest first.
 const (
-	PriorityCritical Priority = "critical"
-	PriorityHigh     Priority = "high"
-	PriorityNormal   Priority = "normal"
-	PriorityLow      Priority = "low"
+	PriorityCritical = apitypes.PriorityCritical
+	PriorityHigh     = apitypes.PriorityHigh
+	PriorityNormal   = apitypes.PriorityNormal
+	PriorityLow      = apitypes.PriorityLow
 )
 
-// Status is where a run is in its lifecycle.
-type Status string
+// Status is where a run is in its lifecycle; Terminal reports whether it will change again.
+type Status = apitypes.Status
 
 // The run statuses of ARCHITECTURE.md.
 const (
-	StatusHeldForReview            Status = "held_for_review"
-	StatusQueued                   Status = "queued"
-	StatusRunning                  Status = "running"
-	StatusPendingReview            Status = "pending_review"
-	StatusCompleted                Status = "completed"
-	StatusCompletedMaxIterations   Status = "completed_max_iterations"
-	StatusCompletedBudgetExhausted Status = "completed_budget_exhausted"
-	StatusFailed                   Status = "failed"
-	StatusTimedOut                 Status = "timed_out"
-	StatusCancelled                Status = "cancelled"
-	StatusRejected                 Status = "rejected"
-	StatusSkipped                  Status = "skipped"
+	StatusHeldForReview            = apitypes.StatusHeldForReview
+	StatusQueued                   = apitypes.StatusQueued
+	StatusRunning                  = apitypes.StatusRunning
+	StatusPendingReview            = apitypes.StatusPendingReview
+	StatusCompleted                = apitypes.StatusCompleted
+	StatusCompletedMaxIterations   = apitypes.StatusCompletedMaxIterations
+	StatusCompletedBudgetExhausted = apitypes.StatusCompletedBudgetExhausted
+	StatusFailed                   = apitypes.StatusFailed
+	StatusTimedOut                 = apitypes.StatusTimedOut
+	StatusCancelled                = apitypes.StatusCancelled
+	StatusRejected                 = apitypes.StatusRejected
+	StatusSkipped                  = apitypes.StatusSkipped
 )
-
-// Terminal reports whether a run in status s will not change again.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusCompleted, StatusCompletedMaxIterations, StatusCompletedBudgetExhausted, StatusFailed,
-		StatusTimedOut, StatusCancelled, StatusRejected, StatusSkipped:
-		return true
-	}
-	return false
-}
 
 // DispatchRequest is the body of POST /api/v1/dispatch.
 type DispatchRequest struct {
@@ -71,35 +63,12 @@ type DispatchRequest struct {
 }
 
 // Metadata is what the calling service says about a job; stored, not trusted.
-type Metadata struct {
-	SourceService string `json:"source_service,omitempty"`
-	CorrelationID string `json:"correlation_id,omitempty"`
-	ParentJobID   string `json:"parent_job_id,omitempty"`
-}
+type Metadata = apitypes.Metadata
 
 // HoldReason says why a job was held for review: the governance check, the detector and
-// the JSON path that matched, never the matched value.
-type HoldReason struct {
-	// Check is the governance check, e.g. risk, pii or approval.
-	Check    string `json:"check,omitempty"`
-	Detector string `json:"detector,omitempty"`
-	Path     string `json:"path,omitempty"`
-	Message  string `json:"message,omitempty"`
-	// Raw is the reason as the dispatcher sent it, for fields this client does not know.
-	Raw json.RawMessage `json:"-"`
-}
-
-// UnmarshalJSON keeps the raw form beside the known fields; a plain string becomes Message.
-func (h *HoldReason) UnmarshalJSON(b []byte) error {
-	h.Raw = append(json.RawMessage(nil), b...)
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		h.Message = s
-		return nil
-	}
-	type plain HoldReason
-	return json.Unmarshal(b, (*plain)(h))
-}
+// the JSON path that matched, never the matched value. Raw keeps the reason as the
+// dispatcher sent it, for fields this client does not know.
+type HoldReason = apitypes.HoldReason
 
 // DispatchResult is the answer to an accepted dispatch.
 type DispatchResult struct {
@@ -120,49 +89,13 @@ type DispatchResult struct {
 }
 
 // Run is one job as GET /api/v1/dispatch/{id} shows it.
-type Run struct {
-	JobID         string          `json:"jobId"`
-	TraceID       string          `json:"traceId"`
-	JobType       string          `json:"jobType"`
-	SkillVersion  int             `json:"skillVersion"`
-	ExecutionType string          `json:"executionType"`
-	Status        Status          `json:"status"`
-	Queue         string          `json:"queue"`
-	Priority      Priority        `json:"priority"`
-	UserID        string          `json:"userId"`
-	Metadata      json.RawMessage `json:"metadata"`
-	Output        json.RawMessage `json:"output"`
-	Error         json.RawMessage `json:"error"`
-	AttemptErrors json.RawMessage `json:"attemptErrors"`
-	Warnings      json.RawMessage `json:"warnings"`
-	HoldReasons   []HoldReason    `json:"holdReasons"`
-	AuditFlagged  bool            `json:"auditFlagged"`
-	Attempts      int             `json:"attempts"`
-	ChainID       string          `json:"chainId,omitempty"`
-	ChainStep     string          `json:"chainStep,omitempty"`
-	BatchID       string          `json:"batchId,omitempty"`
-	Timings       Timings         `json:"timings"`
-	Billing       Billing         `json:"billing"`
-}
+type Run = apitypes.Run
 
 // Timings are a run's timestamps and the durations derived from them.
-type Timings struct {
-	CreatedAt   time.Time  `json:"createdAt"`
-	QueuedAt    *time.Time `json:"queuedAt"`
-	StartedAt   *time.Time `json:"startedAt"`
-	FinishedAt  *time.Time `json:"finishedAt"`
-	QueueWaitMS *float64   `json:"queueWaitMs"`
-	DurationMS  *float64   `json:"durationMs"`
-}
+type Timings = apitypes.Timings
 
 // Billing is what a run has cost so far.
-type Billing struct {
-	TokensIn     int64   `json:"tokensIn"`
-	TokensOut    int64   `json:"tokensOut"`
-	TokensCached int64   `json:"tokensCached"`
-	CostUSD      float64 `json:"costUsd"`
-	LLMCalls     int     `json:"llmCalls"`
-}
+type Billing = apitypes.Billing
 
 // Dispatch submits one job. A repeated idempotency key returns the original job with
 // Duplicate set.
@@ -179,8 +112,11 @@ func (c *Client) Dispatch(ctx context.Context, req DispatchRequest) (DispatchRes
 
 // BatchResult is the answer to a batch: one item per request, in order.
 type BatchResult struct {
-	BatchID string      `json:"batchId"`
-	Items   []BatchItem `json:"items"`
+	BatchID string `json:"batchId"`
+	// Accepted and Failed count the items accepted (202 or 200) and refused.
+	Accepted int         `json:"accepted"`
+	Failed   int         `json:"failed"`
+	Items    []BatchItem `json:"items"`
 }
 
 // BatchItem is the outcome of one request of a batch: Result when it was accepted
@@ -383,14 +319,9 @@ func (c *Client) ListAll(ctx context.Context, opts ListOptions) iter.Seq2[Run, e
 	}
 }
 
-// StatusAnswer is what cancel, approve and reject answer.
-type StatusAnswer struct {
-	JobID  string `json:"jobId"`
-	Status Status `json:"status"`
-	// CancelRequested is true when a running job was asked to stop at its next step
-	// (HTTP 202); Status is then still running.
-	CancelRequested bool `json:"cancelRequested,omitempty"`
-}
+// StatusAnswer is what cancel, approve and reject answer; CancelRequested is true when a
+// running job was asked to stop at its next step (HTTP 202), its Status still running.
+type StatusAnswer = apitypes.StatusAnswer
 
 // Cancel cancels a job: a queued one leaves its queue, a held one is cancelled, a running
 // one is asked to stop at its next step (CancelRequested; watch it for job:cancelled).

@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 func (s *Server) getOrg(c echo.Context) error {
@@ -36,13 +37,8 @@ func (s *Server) patchOrg(c echo.Context) error {
 	return c.JSON(http.StatusOK, o)
 }
 
-type createKeyRequest struct {
-	Name  string   `json:"name" validate:"required,min=1,max=100"`
-	Roles []string `json:"roles" validate:"required,min=1,dive,oneof=dispatch approve skills_admin viewer admin"`
-}
-
 func (s *Server) createKey(c echo.Context) error {
-	var req createKeyRequest
+	var req apitypes.KeyCreate
 	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
 		return err
 	}
@@ -55,8 +51,8 @@ func (s *Server) createKey(c echo.Context) error {
 	if err != nil {
 		return dispatchDBError(err)
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"key": key, "info": info,
-		"note": "Store the key now: it is shown only once."})
+	return c.JSON(http.StatusCreated, apitypes.KeyCreated{Key: key, Info: info,
+		Note: "Store the key now: it is shown only once."})
 }
 
 func (s *Server) listKeys(c echo.Context) error {
@@ -120,7 +116,7 @@ func (s *Server) putQueue(c echo.Context) error {
 		return err
 	}
 	q, created, err := store.PutQueue(c.Request().Context(), s.DB, store.Queue{Name: name, Class: req.Class,
-		Concurrency: req.Concurrency, Timeout: req.TimeoutSeconds, Description: req.Description})
+		Concurrency: req.Concurrency, TimeoutSeconds: req.TimeoutSeconds, Description: req.Description})
 	if err != nil {
 		return dispatchDBError(err)
 	}
@@ -157,8 +153,8 @@ func (s *Server) usage(c echo.Context) error {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return dispatchDBError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"month": month.Format("2006-01"), "tokens": tokens,
-		"costUsd": cost, "monthlyTokenQuota": org.MonthlyTokenQuota, "bySkillAndModel": rows})
+	return c.JSON(http.StatusOK, apitypes.Usage{Month: month.Format("2006-01"), Tokens: tokens,
+		CostUSD: cost, MonthlyTokenQuota: org.MonthlyTokenQuota, BySkillAndModel: rows})
 }
 
 var queueNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

@@ -238,7 +238,7 @@ func (s *Server) reviews(c echo.Context) error {
 			it.Tools = snap.Tools
 		}
 		it.CostCeilingUSD, it.RiskLevel = snap.CostCeilingUSD, snap.RiskLevel
-		if r.Status == string(run.PendingReview) {
+		if run.Status(r.Status) == run.PendingReview {
 			if it.Pending, err = s.runs().LastEventData(ctx, r.JobID, event.JobHeld); err != nil {
 				return dispatchDBError(err)
 			}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // DB is what the key store needs of a pool or a transaction.
@@ -62,16 +63,7 @@ func Lookup(ctx context.Context, db DB, prefix string) (Principal, []byte, error
 }
 
 // KeyInfo describes a stored key; the secret is never returned after creation.
-type KeyInfo struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Prefix     string     `json:"prefix"`
-	Roles      []string   `json:"roles"`
-	CreatedBy  string     `json:"createdBy"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
-	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
-}
+type KeyInfo = apitypes.Key
 
 // Create stores a new key for an organisation and returns it in plaintext, once.
 func Create(ctx context.Context, db DB, orgID, name string, roles []Role, by string) (string, KeyInfo, error) {

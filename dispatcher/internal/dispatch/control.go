@@ -180,7 +180,7 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 	if err != nil {
 		return ControlResult{}, dbError(err)
 	}
-	if r.Status == string(run.Queued) {
+	if run.Status(r.Status) == run.Queued {
 		err := c.DeleteTask(queue.Tier(r.Queue, run.Priority(r.Priority)), id)
 		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
 			// The executor drops tasks of cancelled runs, so a task left behind does no harm.

@@ -83,7 +83,7 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, org store.Org, r
 		return nil, dbError(err)
 	}
 	j := &job{req: req, orgID: p.OrgID, caller: p.Actor(), sk: sk, snap: snap, verdict: verdict,
-		priority: run.Priority(req.Priority), status: run.Queued, timeout: time.Duration(q.Timeout) * time.Second}
+		priority: run.Priority(req.Priority), status: run.Queued, timeout: time.Duration(q.TimeoutSeconds) * time.Second}
 	if j.priority == "" {
 		j.priority = run.PriorityNormal
 	}

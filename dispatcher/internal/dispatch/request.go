@@ -16,6 +16,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/payload"
 )
 
@@ -31,18 +32,10 @@ type Request struct {
 }
 
 // Metadata is what the calling service says about the job; it is stored, not trusted.
-type Metadata struct {
-	SourceService string `json:"source_service,omitempty" validate:"max=128"`
-	CorrelationID string `json:"correlation_id,omitempty" validate:"max=256"`
-	ParentJobID   string `json:"parent_job_id,omitempty" validate:"omitempty,uuid"`
-}
+type Metadata = apitypes.Metadata
 
 // FieldError is one failing field of a request.
-type FieldError struct {
-	Field   string `json:"field"`
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
+type FieldError = apitypes.FieldError
 
 var jobTypeRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,127}$`)
 

@@ -7,25 +7,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
-// Org is an organisation's settings as the dispatcher uses them. The callback secret is
-// never part of it: it is read only by the callback sender.
-type Org struct {
-	ID                string   `json:"id"`
-	Slug              string   `json:"slug"`
-	Name              string   `json:"name"`
-	Jurisdiction      string   `json:"jurisdiction"`
-	OrgRPM            int      `json:"orgRpm"`
-	UserRPM           int      `json:"userRpm"`
-	MonthlyTokenQuota *int64   `json:"monthlyTokenQuota"`
-	PIIKeywords       []string `json:"piiKeywords"`
-	CallbackAllowlist []string `json:"callbackAllowlist"`
-	HTTPAllowlist     []string `json:"httpAllowlist"`
-	// MaxBacklog caps the organisation's runs queued or running; 0: no cap.
-	MaxBacklog int       `json:"maxBacklog"`
-	UpdatedAt  time.Time `json:"updatedAt"`
-}
+// Org is an organisation's settings as the dispatcher uses them and the admin API shows
+// them (its fields in the order of orgColumns). The callback secret is never part of it: it
+// is read only by the callback sender.
+type Org = apitypes.Org
 
 const orgColumns = `id, slug, name, jurisdiction, org_rpm, user_rpm, monthly_token_quota, pii_keywords,
 	callback_allowlist, http_allowlist, max_backlog, updated_at`
@@ -47,18 +36,7 @@ func GetOrg(ctx context.Context, db DB, id string) (Org, error) {
 }
 
 // OrgPatch holds the settings an admin may change; nil fields stay as they are.
-type OrgPatch struct {
-	Name              *string   `json:"name" validate:"omitempty,min=1,max=200"`
-	Jurisdiction      *string   `json:"jurisdiction" validate:"omitempty,oneof=eu us other"`
-	OrgRPM            *int      `json:"orgRpm" validate:"omitempty,min=0,max=10000000"`
-	UserRPM           *int      `json:"userRpm" validate:"omitempty,min=0,max=10000000"`
-	MonthlyTokenQuota *int64    `json:"monthlyTokenQuota" validate:"omitempty,min=0"`
-	ClearTokenQuota   bool      `json:"clearTokenQuota"`
-	PIIKeywords       *[]string `json:"piiKeywords" validate:"omitempty,max=1000,dive,min=1,max=100"`
-	CallbackAllowlist *[]string `json:"callbackAllowlist" validate:"omitempty,max=100,dive,min=1,max=255"`
-	HTTPAllowlist     *[]string `json:"httpAllowlist" validate:"omitempty,max=100,dive,min=1,max=255"`
-	MaxBacklog        *int      `json:"maxBacklog" validate:"omitempty,min=0,max=100000000"`
-}
+type OrgPatch = apitypes.OrgPatch
 
 // UpdateOrg applies a patch and returns the organisation after it.
 func UpdateOrg(ctx context.Context, db DB, id string, p OrgPatch) (Org, error) {
@@ -99,13 +77,7 @@ func MonthlyTokens(ctx context.Context, db DB, orgID string, now time.Time) (int
 }
 
 // SkillUsage is what one skill consumed in a month.
-type SkillUsage struct {
-	JobType string  `json:"jobType"`
-	Model   string  `json:"model,omitempty"`
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"costUsd"`
-	Calls   int64   `json:"calls"`
-}
+type SkillUsage = apitypes.SkillUsage
 
 // TopSkills returns the skills that consumed the most tokens this month, largest first.
 func TopSkills(ctx context.Context, db DB, orgID string, now time.Time, limit int) ([]SkillUsage, error) {

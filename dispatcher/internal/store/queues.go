@@ -4,28 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // Queue is a named queue of the registry.
-type Queue struct {
-	Name        string    `json:"name"`
-	Class       string    `json:"class"`
-	Concurrency int       `json:"concurrency"`
-	Timeout     int       `json:"timeoutSeconds"`
-	Description string    `json:"description"`
-	UpdatedAt   time.Time `json:"updatedAt"`
-	// Consumers is how many executor servers consume the queue (admin listing only).
-	Consumers *int `json:"consumers,omitempty"`
-}
+type Queue = apitypes.Queue
 
 // GetQueue returns a registered queue.
 func GetQueue(ctx context.Context, db DB, name string) (Queue, error) {
 	var q Queue
 	err := db.QueryRow(ctx, `SELECT name, class, concurrency, timeout_seconds, description, updated_at
-		FROM queues WHERE name = $1`, name).Scan(&q.Name, &q.Class, &q.Concurrency, &q.Timeout, &q.Description, &q.UpdatedAt)
+		FROM queues WHERE name = $1`, name).Scan(&q.Name, &q.Class, &q.Concurrency, &q.TimeoutSeconds, &q.Description, &q.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Queue{}, ErrNotFound
 	}
@@ -46,7 +38,7 @@ func ListQueues(ctx context.Context, db DB) ([]Queue, error) {
 	var qs []Queue
 	for rows.Next() {
 		var q Queue
-		if err := rows.Scan(&q.Name, &q.Class, &q.Concurrency, &q.Timeout, &q.Description, &q.UpdatedAt); err != nil {
+		if err := rows.Scan(&q.Name, &q.Class, &q.Concurrency, &q.TimeoutSeconds, &q.Description, &q.UpdatedAt); err != nil {
 			return nil, err
 		}
 		qs = append(qs, q)
@@ -61,7 +53,7 @@ func PutQueue(ctx context.Context, db DB, q Queue) (Queue, bool, error) {
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (name) DO UPDATE SET class = EXCLUDED.class, concurrency = EXCLUDED.concurrency,
 			timeout_seconds = EXCLUDED.timeout_seconds, description = EXCLUDED.description, updated_at = now()
-		RETURNING updated_at, (xmax = 0)`, q.Name, q.Class, q.Concurrency, q.Timeout, q.Description).
+		RETURNING updated_at, (xmax = 0)`, q.Name, q.Class, q.Concurrency, q.TimeoutSeconds, q.Description).
 		Scan(&q.UpdatedAt, &created)
 	if err != nil {
 		return q, false, fmt.Errorf("saving queue %q: %w", q.Name, err)
