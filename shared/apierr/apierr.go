@@ -110,7 +110,7 @@ func As(err error) *Error {
 
 // Internal is a 500 whose cause is logged and hidden.
 func Internal(cause error) *Error {
-	return New(http.StatusInternalServerError, "INTERNAL",
+	return New(http.StatusInternalServerError, CodeInternal,
 		"An internal error occurred.",
 		"Retry the request; if it keeps failing, report the trace id from the service logs.").Wrap(cause)
 }

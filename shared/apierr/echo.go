@@ -51,20 +51,20 @@ func fromEcho(err error) *Error {
 	}
 	switch he.Code {
 	case http.StatusNotFound:
-		return New(http.StatusNotFound, "ROUTE_NOT_FOUND", "No such route.",
+		return New(http.StatusNotFound, CodeRouteNotFound, "No such route.",
 			"Check the path against the API reference in docs/api.md.")
 	case http.StatusMethodNotAllowed:
-		return New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "This route does not accept that method.",
+		return New(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This route does not accept that method.",
 			"Check the method against the API reference in docs/api.md.")
 	case http.StatusRequestEntityTooLarge:
-		return New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "The request body is too large.",
+		return New(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "The request body is too large.",
 			"Send a smaller body; the service's limit is in its documentation.")
 	case http.StatusUnauthorized:
-		return New(http.StatusUnauthorized, "UNAUTHENTICATED", "Missing or invalid credentials.",
+		return New(http.StatusUnauthorized, CodeUnauthenticated, "Missing or invalid credentials.",
 			"Send 'Authorization: Bearer <api key>'.")
 	}
 	if he.Code >= 500 {
 		return Internal(err)
 	}
-	return New(he.Code, "BAD_REQUEST", http.StatusText(he.Code), "Check the request against docs/api.md.")
+	return New(he.Code, CodeBadRequest, http.StatusText(he.Code), "Check the request against docs/api.md.")
 }

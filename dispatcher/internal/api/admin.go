@@ -80,7 +80,7 @@ func (s *Server) revokeKey(c echo.Context) error {
 }
 
 func keyNotFound(id string) *apierr.Error {
-	return apierr.New(http.StatusNotFound, "KEY_NOT_FOUND", "No API key with this id exists in your organisation.",
+	return apierr.New(http.StatusNotFound, apierr.CodeKeyNotFound, "No API key with this id exists in your organisation.",
 		"List the keys with GET /api/v1/admin/keys.").With("key_id", id)
 }
 

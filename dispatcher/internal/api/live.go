@@ -95,26 +95,26 @@ func (s *Server) stream(c echo.Context) error {
 		return dispatch.ValidationFailed(fields)
 	}
 	if !websocket.IsWebSocketUpgrade(c.Request()) {
-		return apierr.New(http.StatusBadRequest, "WEBSOCKET_REQUIRED", "This endpoint speaks WebSocket only.",
+		return apierr.New(http.StatusBadRequest, apierr.CodeWebSocketRequired, "This endpoint speaks WebSocket only.",
 			"Connect with a WebSocket client (Upgrade: websocket); see docs/streaming.md.")
 	}
 	ctx := c.Request().Context()
 	lookup := store.Live{DB: s.DB}
 	if jobID != "" {
 		if _, err := lookup.RunChain(ctx, p.OrgID, jobID); err != nil {
-			return lookupError(err, "JOB_NOT_FOUND", "No job with that id in your organisation.")
+			return lookupError(err, apierr.CodeJobNotFound, "No job with that id in your organisation.")
 		}
 		subs = append(subs, stream.Subscribe{JobID: jobID, AfterSeq: after})
 	}
 	if chainID != "" {
 		if _, err := lookup.ChainRuns(ctx, p.OrgID, chainID); err != nil {
-			return lookupError(err, "CHAIN_NOT_FOUND", "No chain with that id in your organisation.")
+			return lookupError(err, apierr.CodeChainNotFound, "No chain with that id in your organisation.")
 		}
 		subs = append(subs, stream.Subscribe{ChainID: chainID})
 	}
 	if scope == "org" {
 		if !p.Has(auth.RoleViewer) {
-			return apierr.New(http.StatusForbidden, "FORBIDDEN", "The organisation stream needs the viewer role.",
+			return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "The organisation stream needs the viewer role.",
 				"Use a key with the viewer or admin role, or subscribe to one job_id or chain_id.").
 				With("required_roles", []string{string(auth.RoleViewer)})
 		}
@@ -123,7 +123,7 @@ func (s *Server) stream(c echo.Context) error {
 	err := s.live.hub.Serve(c.Response(), c.Request(),
 		stream.Client{OrgID: p.OrgID, MayStreamOrg: p.Has(auth.RoleViewer)}, subs)
 	if errors.Is(err, stream.ErrClosed) {
-		return apierr.New(http.StatusServiceUnavailable, "SHUTTING_DOWN", "This dispatcher is shutting down.",
+		return apierr.New(http.StatusServiceUnavailable, apierr.CodeShuttingDown, "This dispatcher is shutting down.",
 			"Reconnect (with after_seq): another dispatcher will serve you.")
 	}
 	return err
@@ -142,7 +142,7 @@ func (s *Server) ui(c echo.Context) error {
 	dir := s.live.webDir
 	index := filepath.Join(dir, "index.html")
 	if _, err := os.Stat(index); err != nil {
-		return apierr.New(http.StatusServiceUnavailable, "UI_NOT_BUILT", "The web UI has not been built.",
+		return apierr.New(http.StatusServiceUnavailable, apierr.CodeUINotBuilt, "The web UI has not been built.",
 			"Run `make build` (or `cd web && npm ci && npm run build`), or point "+WebDirEnv+" at web/dist.").
 			With("web_dir", dir)
 	}

@@ -149,7 +149,7 @@ func require(roles ...auth.Role) echo.MiddlewareFunc {
 			for i, r := range roles {
 				names[i] = string(r)
 			}
-			return apierr.New(http.StatusForbidden, "FORBIDDEN", "This API key may not do that.",
+			return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "This API key may not do that.",
 				"Use a key with one of the roles in context.required_roles; admins create keys with `yard keys create`.").
 				With("required_roles", names)
 		}
@@ -157,7 +157,7 @@ func require(roles ...auth.Role) echo.MiddlewareFunc {
 }
 
 func unauthenticated(msg string) *apierr.Error {
-	return apierr.New(http.StatusUnauthorized, "UNAUTHENTICATED", msg,
+	return apierr.New(http.StatusUnauthorized, apierr.CodeUnauthenticated, msg,
 		"Send 'Authorization: Bearer <api key>'. `make run` writes the dev admin key to .run/admin.key.")
 }
 
@@ -167,7 +167,7 @@ func dispatchDBError(err error) *apierr.Error {
 	if de := dispatch.DataError(err, ""); de != nil {
 		return de
 	}
-	return apierr.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE",
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeDatabaseUnavailable,
 		"The registry database could not be reached.",
 		"Retry shortly; operators: check PostgreSQL and /readyz.").Wrap(err)
 }
@@ -188,13 +188,13 @@ func (s *Server) readyz(c echo.Context) error {
 		checks["redis"], ready = "unreachable", false
 	}
 	if !ready {
-		return apierr.New(http.StatusServiceUnavailable, "NOT_READY", "A dependency is unreachable.",
+		return apierr.New(http.StatusServiceUnavailable, apierr.CodeNotReady, "A dependency is unreachable.",
 			"Check the services named in context.checks.").With("checks", checks)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "checks": checks})
 }
 
 func queueError(err error) *apierr.Error {
-	return apierr.New(http.StatusServiceUnavailable, "QUEUE_UNAVAILABLE", "Redis could not be reached.",
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeQueueUnavailable, "Redis could not be reached.",
 		"Retry shortly; operators: check Redis and /readyz.").Wrap(err)
 }

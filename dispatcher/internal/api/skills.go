@@ -16,7 +16,7 @@ import (
 )
 
 func skillNotFound(jobType string) *apierr.Error {
-	return apierr.New(http.StatusNotFound, "SKILL_NOT_FOUND", fmt.Sprintf("No skill is bound to job type %q in your organisation.", jobType),
+	return apierr.New(http.StatusNotFound, apierr.CodeSkillNotFound, fmt.Sprintf("No skill is bound to job type %q in your organisation.", jobType),
 		"List the bindings with GET /api/v1/skills.").With("job_type", jobType)
 }
 

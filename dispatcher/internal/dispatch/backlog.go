@@ -83,7 +83,7 @@ func (b *backlogs) admit(ctx context.Context, db liveCounter, org store.Org, n i
 	if o.drain > 0 {
 		retry = min(max(int(math.Ceil(float64(over)/o.drain)), 1), 60)
 	}
-	return apierr.New(http.StatusTooManyRequests, "BACKLOG_FULL",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeBacklogFull,
 		fmt.Sprintf("The organisation has %d runs queued or running, its limit (maxBacklog) is %d: nothing was accepted.",
 			o.count, org.MaxBacklog),
 		"Retry after the number of seconds in the Retry-After header, when runs have finished.",

@@ -36,7 +36,7 @@ type ControlResult struct {
 
 // JobNotFound is the 404 of a job that does not exist in the caller's organisation.
 func JobNotFound(id string) *apierr.Error {
-	return apierr.New(http.StatusNotFound, "JOB_NOT_FOUND", "No job with this id exists in your organisation.",
+	return apierr.New(http.StatusNotFound, apierr.CodeJobNotFound, "No job with this id exists in your organisation.",
 		"Check the jobId returned by POST /api/v1/dispatch, and that you use a key of the same organisation.").
 		With("job_id", id)
 }
@@ -67,7 +67,7 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 	}
 	from := run.Status(r.Status)
 	if from != run.HeldForReview && from != run.PendingReview {
-		return ControlResult{}, conflict("JOB_NOT_REVIEWABLE", "Only held or paused jobs can be approved or rejected.", r)
+		return ControlResult{}, conflict(apierr.CodeJobNotReviewable, "Only held or paused jobs can be approved or rejected.", r)
 	}
 	to, typ := run.Queued, event.JobApproved
 	if decision == "reject" {
@@ -100,7 +100,7 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 	})
 	var te *runstore.TransitionError
 	if errors.As(err, &te) {
-		return ControlResult{}, conflict("JOB_NOT_REVIEWABLE", "The job changed status meanwhile; it can no longer be reviewed.", r)
+		return ControlResult{}, conflict(apierr.CodeJobNotReviewable, "The job changed status meanwhile; it can no longer be reviewed.", r)
 	}
 	if de := DataError(err, "reason"); de != nil {
 		return ControlResult{}, de // the reason is the only text of the caller's in the review
@@ -143,7 +143,7 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 	}
 	switch st := run.Status(r.Status); {
 	case st.Terminal():
-		return ControlResult{}, conflict("JOB_ALREADY_FINISHED", "The job has already finished.", r)
+		return ControlResult{}, conflict(apierr.CodeJobAlreadyFinished, "The job has already finished.", r)
 	case st == run.Running:
 		ok, err := s.runs().RequestCancel(ctx, p.OrgID, id)
 		if err != nil {
@@ -165,7 +165,7 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 		// Not from running: a run claimed since it was read is cancelled as a running one.
 		rs := runstore.New(tx)
 		if _, err := rs.Transition(ctx, id, []run.Status{run.HeldForReview, run.Queued, run.PendingReview}, run.Cancelled, runstore.Change{
-			Error: fmt.Appendf(nil, `{"code":"CANCELLED","message":"cancelled by %s"}`, p.Actor())}); err != nil {
+			Error: fmt.Appendf(nil, `{"code":%q,"message":"cancelled by %s"}`, apierr.CodeCancelled, p.Actor())}); err != nil {
 			return err
 		}
 		var err error

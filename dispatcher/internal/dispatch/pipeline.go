@@ -63,7 +63,7 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, org store.Org, r
 		return nil, dbError(err)
 	}
 	if !run.ExecutionType(sk.ExecutionType).Runnable() {
-		return nil, apierr.New(http.StatusUnprocessableEntity, "UNSUPPORTED_EXECUTION_TYPE",
+		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeUnsupportedExecutionType,
 			fmt.Sprintf("The skill bound to %q has execution type %q, which this version of the platform does not run yet; nothing was accepted.",
 				req.JobType, sk.ExecutionType),
 			"Bind the job type to an llm_only or tool_using skill.").

@@ -134,14 +134,14 @@ func bound(which string, k reflect.Kind, n string) string {
 
 // ValidationFailed is the 400 answer listing every failing field.
 func ValidationFailed(fields []FieldError) *apierr.Error {
-	return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "The request body is invalid.",
+	return apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed, "The request body is invalid.",
 		"Fix every field listed in context.fields and send the request again.",
 		"The request schema is in /api/v1/openapi.json.").With("fields", fields)
 }
 
 // PayloadTooLarge is the 413 answer for a body over the limit.
 func PayloadTooLarge(limit int64) *apierr.Error {
-	return apierr.New(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+	return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodePayloadTooLarge,
 		fmt.Sprintf("The request body is larger than the limit of %d bytes.", limit),
 		"Send a smaller body: split a batch into several, or keep large documents out of the payload and send a reference to them.").
 		With("limit_bytes", limit)

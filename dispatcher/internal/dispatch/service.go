@@ -97,12 +97,12 @@ func (s *Service) checkCallback(ctx context.Context, org store.Org, raw string) 
 	}
 	var blocked *netguard.BlockedError
 	if errors.As(err, &blocked) {
-		return apierr.New(http.StatusBadRequest, "CALLBACK_URL_FORBIDDEN",
+		return apierr.New(http.StatusBadRequest, apierr.CodeCallbackURLForbidden,
 			"The callback URL points at an address callbacks may not reach ("+string(blocked.Reason)+").",
 			"Use a public URL, or ask an admin to add the host to the organisation's callbackAllowlist.").
 			With("field", "callback_url", "reason", string(blocked.Reason))
 	}
-	return apierr.New(http.StatusBadRequest, "CALLBACK_URL_FORBIDDEN", "The callback URL cannot be used: its host does not resolve.",
+	return apierr.New(http.StatusBadRequest, apierr.CodeCallbackURLForbidden, "The callback URL cannot be used: its host does not resolve.",
 		"Check the host name of callback_url.").With("field", "callback_url")
 }
 
@@ -197,7 +197,7 @@ func (s *Service) RateLimit(ctx context.Context, org store.Org, userID string, n
 	d, err := s.Limiter.Allow(ctx, ratelimit.Request{OrgID: org.ID, UserID: userID, OrgLimit: org.OrgRPM,
 		UserLimit: org.UserRPM, Window: window, Cost: n})
 	if errors.Is(err, ratelimit.ErrCostExceedsLimit) {
-		return apierr.New(http.StatusTooManyRequests, "RATE_LIMITED",
+		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited,
 			fmt.Sprintf("This request counts as %d dispatches, more than the limit allows in one window.", n),
 			"Split the batch into smaller ones.").With("cost", n, "org_limit", org.OrgRPM, "user_limit", org.UserRPM)
 	}
@@ -208,7 +208,7 @@ func (s *Service) RateLimit(ctx context.Context, org store.Org, userID string, n
 		return nil
 	}
 	retry := max(int((d.RetryAfter+time.Second-1)/time.Second), 1)
-	return apierr.New(http.StatusTooManyRequests, "RATE_LIMITED",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimited,
 		fmt.Sprintf("The %s dispatch rate limit of %d per %s is reached.", d.Scope, d.Limit, d.Window),
 		"Retry after the number of seconds in the Retry-After header.",
 		"An admin can raise the organisation's orgRpm and userRpm.").
@@ -312,7 +312,7 @@ func skillNotFound(jobType string, disabled bool) *apierr.Error {
 	if disabled {
 		msg = fmt.Sprintf("The skill bound to job type %q is disabled.", jobType)
 	}
-	return apierr.New(http.StatusNotFound, "SKILL_NOT_FOUND", msg,
+	return apierr.New(http.StatusNotFound, apierr.CodeSkillNotFound, msg,
 		"List the job types you can dispatch with `yard skills list` or GET /api/v1/skills.",
 		"An admin can bind or enable it with `yard skills apply` or in the web UI under Skills.").
 		With("job_type", jobType, "disabled", disabled)
@@ -327,14 +327,14 @@ func dbError(err error) *apierr.Error {
 	if de := DataError(err, ""); de != nil {
 		return de
 	}
-	return apierr.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE",
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeDatabaseUnavailable,
 		"The registry database could not be reached; nothing was recorded.",
 		"Retry with the same idempotency_key; it is safe.",
 		"Operators: check PostgreSQL and the dispatcher's /readyz.").Wrap(err)
 }
 
 func queueUnavailable(err error) *apierr.Error {
-	return apierr.New(http.StatusServiceUnavailable, "QUEUE_UNAVAILABLE",
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeQueueUnavailable,
 		"The job could not be put on its queue; it was not accepted and will not run.",
 		"Retry with the same idempotency_key; it is safe.",
 		"Operators: check Redis and the dispatcher's /readyz.").Wrap(err).SetHeader("Retry-After", "1")

@@ -84,7 +84,7 @@ func (g *Governor) Evaluate(ctx context.Context, org store.Org, sk skill.Skill, 
 				return res, err
 			}
 			res.Checks = append(res.Checks, Check{Name: "quota", Outcome: "refuse", Attrs: map[string]any{"used": used, "limit": limit}})
-			return res, apierr.New(http.StatusTooManyRequests, "QUOTA_EXCEEDED",
+			return res, apierr.New(http.StatusTooManyRequests, apierr.CodeQuotaExceeded,
 				"The organisation has used its monthly token quota.",
 				"Wait for the next calendar month (UTC), or ask an admin to raise monthlyTokenQuota.",
 				"context.top_skills shows which skills used the most tokens.").
@@ -151,7 +151,7 @@ func residency(org store.Org, sk skill.Skill) error {
 	if Allowed(org.Jurisdiction, sk.DataResidency) {
 		return nil
 	}
-	return apierr.New(http.StatusForbidden, "RESIDENCY_VIOLATION",
+	return apierr.New(http.StatusForbidden, apierr.CodeResidencyViolation,
 		fmt.Sprintf("Skill %q may only process data under %s; your organisation's jurisdiction is %q.",
 			sk.JobType, sk.DataResidency, org.Jurisdiction),
 		"Use a skill whose data_residency allows your jurisdiction, or ask an admin to change the binding.",

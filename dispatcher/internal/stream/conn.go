@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 )
 
@@ -129,7 +130,7 @@ func (c *conn) readLoop() {
 		_ = c.ws.SetReadDeadline(time.Now().Add(wait))
 		var req request
 		if err := json.Unmarshal(data, &req); err != nil || (req.Type != "subscribe" && req.Type != "unsubscribe") {
-			req = request{err: &controlMsg{Type: "stream:error", Code: "VALIDATION_FAILED",
+			req = request{err: &controlMsg{Type: "stream:error", Code: apierr.CodeValidationFailed,
 				Message: `Messages are JSON objects with "type": "subscribe" or "unsubscribe"; see docs/streaming.md.`}}
 		}
 		select {
@@ -208,7 +209,7 @@ func (c *conn) subscribe(s Subscribe) error {
 	switch {
 	case s.Scope == "org" && s.JobID == "" && s.ChainID == "":
 		if !c.client.MayStreamOrg {
-			return c.fail("FORBIDDEN", "The organisation stream needs the viewer or admin role.", s)
+			return c.fail(apierr.CodeForbidden, "The organisation stream needs the viewer or admin role.", s)
 		}
 		c.mu.Lock()
 		c.orgScope = true
@@ -216,15 +217,15 @@ func (c *conn) subscribe(s Subscribe) error {
 		return c.writeJSON(controlMsg{Type: "stream:subscribed", Scope: "org"})
 	case s.JobID != "" && s.ChainID == "" && s.Scope == "":
 		if _, err := uuid.Parse(s.JobID); err != nil {
-			return c.fail("JOB_NOT_FOUND", "No job with that id in your organisation.", s)
+			return c.fail(apierr.CodeJobNotFound, "No job with that id in your organisation.", s)
 		}
 		chain, err := c.hub.Store.RunChain(ctx, c.client.OrgID, s.JobID)
 		if errors.Is(err, ErrNotFound) {
-			return c.fail("JOB_NOT_FOUND", "No job with that id in your organisation.", s)
+			return c.fail(apierr.CodeJobNotFound, "No job with that id in your organisation.", s)
 		}
 		if err != nil {
 			c.hub.Log.Error("stream_lookup_failed", "org_id", c.client.OrgID, "job_id", s.JobID, "error", err)
-			return c.fail("DATABASE_UNAVAILABLE", "The journal could not be read; subscribe again shortly.", s)
+			return c.fail(apierr.CodeDatabaseUnavailable, "The journal could not be read; subscribe again shortly.", s)
 		}
 		c.runChain[s.JobID] = chain
 		c.mu.Lock()
@@ -239,15 +240,15 @@ func (c *conn) subscribe(s Subscribe) error {
 			LastSeq: map[string]int64{s.JobID: c.last[s.JobID]}})
 	case s.ChainID != "" && s.JobID == "" && s.Scope == "":
 		if _, err := uuid.Parse(s.ChainID); err != nil {
-			return c.fail("CHAIN_NOT_FOUND", "No chain with that id in your organisation.", s)
+			return c.fail(apierr.CodeChainNotFound, "No chain with that id in your organisation.", s)
 		}
 		runs, err := c.hub.Store.ChainRuns(ctx, c.client.OrgID, s.ChainID)
 		if errors.Is(err, ErrNotFound) {
-			return c.fail("CHAIN_NOT_FOUND", "No chain with that id in your organisation.", s)
+			return c.fail(apierr.CodeChainNotFound, "No chain with that id in your organisation.", s)
 		}
 		if err != nil {
 			c.hub.Log.Error("stream_lookup_failed", "org_id", c.client.OrgID, "chain_id", s.ChainID, "error", err)
-			return c.fail("DATABASE_UNAVAILABLE", "The journal could not be read; subscribe again shortly.", s)
+			return c.fail(apierr.CodeDatabaseUnavailable, "The journal could not be read; subscribe again shortly.", s)
 		}
 		c.mu.Lock()
 		c.chains[s.ChainID] = true
@@ -266,7 +267,7 @@ func (c *conn) subscribe(s Subscribe) error {
 		}
 		return c.writeJSON(controlMsg{Type: "stream:subscribed", ChainID: s.ChainID, Replayed: &total, LastSeq: lasts})
 	}
-	return c.fail("VALIDATION_FAILED", "Subscribe to exactly one of job_id, chain_id or scope=org.", s)
+	return c.fail(apierr.CodeValidationFailed, "Subscribe to exactly one of job_id, chain_id or scope=org.", s)
 }
 
 func (c *conn) unsubscribe(s Subscribe) error {
@@ -290,7 +291,7 @@ func (c *conn) catchUp(ctx context.Context, run string, before int64) (int, erro
 	envs, err := c.hub.Store.Replay(ctx, c.client.OrgID, run, c.last[run])
 	if err != nil {
 		c.hub.Log.Error("stream_replay_failed", "org_id", c.client.OrgID, "job_id", run, "error", err)
-		return 0, c.fail("DATABASE_UNAVAILABLE", "The journal could not be read; subscribe again with after_seq.", Subscribe{JobID: run})
+		return 0, c.fail(apierr.CodeDatabaseUnavailable, "The journal could not be read; subscribe again with after_seq.", Subscribe{JobID: run})
 	}
 	n := 0
 	for i := range envs {
