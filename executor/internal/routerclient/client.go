@@ -65,10 +65,6 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
-// CodeRateLimitWait is the router's answer to a call that would wait for capacity longer
-// than its Job.CapacityWait: not a failure, the run should wait elsewhere until RetryAfter.
-const CodeRateLimitWait = "RATE_LIMIT_WAIT"
-
 func (e *Error) Error() string {
 	return fmt.Sprintf("provider router: %d %s: %s", e.Status, e.Code, e.Message)
 }
@@ -115,18 +111,18 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &Error{Code: "ROUTER_UNREACHABLE", Message: err.Error(), Retryable: true}
+		return nil, &Error{Code: apierr.CodeRouterUnreachable, Message: err.Error(), Retryable: true}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return nil, &Error{Status: resp.StatusCode, Code: "ROUTER_UNREACHABLE", Message: err.Error(), Retryable: true}
+		return nil, &Error{Status: resp.StatusCode, Code: apierr.CodeRouterUnreachable, Message: err.Error(), Retryable: true}
 	}
 	if resp.StatusCode != http.StatusOK {
 		var b apierr.Body
 		_ = json.Unmarshal(raw, &b)
 		if b.Code == "" {
-			b.Code = "ROUTER_ERROR"
+			b.Code = apierr.CodeRouterError
 			b.Message = http.StatusText(resp.StatusCode)
 		}
 		e := &Error{Status: resp.StatusCode, Code: b.Code, Message: b.Message, Body: b,
@@ -140,7 +136,7 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	}
 	var a Answer
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, &Error{Status: resp.StatusCode, Code: "ROUTER_BAD_ANSWER", Message: err.Error(), Retryable: true}
+		return nil, &Error{Status: resp.StatusCode, Code: apierr.CodeRouterBadAnswer, Message: err.Error(), Retryable: true}
 	}
 	return &a, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/runstore"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -80,7 +81,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		})
 	}
 	if err != nil {
-		x.EndSpan(context.WithoutCancel(ctx), sp.Set("error", "JOURNAL_UNAVAILABLE"), span.Error)
+		x.EndSpan(context.WithoutCancel(ctx), sp.Set("error", apierr.CodeJournalUnavailable), span.Error)
 		return nil, err
 	}
 	sp.Billing = &span.Billing{Provider: ans.Provider, Model: ans.Model, TokensIn: int64(ans.Usage.PromptTokens),

@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -61,11 +62,11 @@ func parkable(err error, waited time.Duration) (reason string, delay time.Durati
 		return "", 0, false
 	}
 	switch re.Code {
-	case routerclient.CodeRateLimitWait:
+	case apierr.CodeRateLimitWait:
 		return ReasonCapacity, re.RetryAfter, true
-	case "PROVIDER_CIRCUIT_OPEN":
+	case apierr.CodeProviderCircuitOpen:
 		return ReasonProviderDown, cmp.Or(re.RetryAfter, 5*time.Second), true
-	case "ROUTER_UNREACHABLE":
+	case apierr.CodeRouterUnreachable:
 		return ReasonRouterDown, min(max(waited/2, time.Second), 30*time.Second), true
 	}
 	return "", 0, false
@@ -79,8 +80,8 @@ const (
 )
 
 // timeoutCode is the run's error when it waited for one call longer than MaxQueueTime.
-var timeoutCode = map[string]string{ReasonCapacity: "RATE_LIMIT_QUEUE_TIMEOUT",
-	ReasonProviderDown: "PROVIDER_UNAVAILABLE", ReasonRouterDown: "ROUTER_UNREACHABLE"}
+var timeoutCode = map[string]string{ReasonCapacity: apierr.CodeRateLimitQueueTimeout,
+	ReasonProviderDown: apierr.CodeProviderUnavailable, ReasonRouterDown: apierr.CodeRouterUnreachable}
 
 // park answers a router call that says "not now" (parkable): waiting for the platform —
 // provider capacity, a provider's recovery, the router's restart — is buffering, not
@@ -109,7 +110,7 @@ func (x *execution) park(ctx context.Context, reason string, delay time.Duration
 				"check the provider and the router, lower the load, or raise SWITCHYARD_MAX_QUEUE_TIME", limit, reason)))
 	}
 	if rn.DeadlineAt != nil && until.After(*rn.DeadlineAt) {
-		return x.finish(ctx, x.log, rn, run.TimedOut, nil, codedError("TIMED_OUT",
+		return x.finish(ctx, x.log, rn, run.TimedOut, nil, codedError(apierr.CodeTimedOut,
 			fmt.Sprintf("the run cannot go on before its deadline (%s)", reason)))
 	}
 

@@ -25,6 +25,7 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
@@ -133,7 +134,7 @@ func (r *Runner) unclaimed(ctx context.Context, log *slog.Logger, id string) err
 		return nil
 	}
 	if rn.CancelRequested {
-		return r.finish(ctx, log, rn, run.Cancelled, nil, codedError("CANCELLED", "the run was cancelled before it started"))
+		return r.finish(ctx, log, rn, run.Cancelled, nil, codedError(apierr.CodeCancelled, "the run was cancelled before it started"))
 	}
 	if rn.Status != run.Queued && rn.Status != run.Running {
 		log.Info("run no longer runnable; dropped", "status", rn.Status)
@@ -185,7 +186,7 @@ func (x *execution) execute(ctx context.Context) error {
 	sk, err := skill.Get(ctx, x.DB, rn.OrgID, rn.JobType)
 	if errors.Is(err, skill.ErrNotFound) || (err == nil && !sk.Enabled) {
 		x.EndSpan(ctx, resolve.Set("enabled", false), span.Error)
-		return x.finish(ctx, x.log, rn, run.Failed, nil, codedError("SKILL_DISABLED_AFTER_DISPATCH",
+		return x.finish(ctx, x.log, rn, run.Failed, nil, codedError(apierr.CodeSkillDisabledAfterDispatch,
 			fmt.Sprintf("the skill for %q was disabled or removed after the job was dispatched", rn.JobType)))
 	}
 	if err != nil {
@@ -208,7 +209,7 @@ func (x *execution) execute(ctx context.Context) error {
 	case run.ToolUsing:
 		out, err = tier.React(ctx, x, job)
 	default:
-		err = tier.Permanent("UNSUPPORTED_EXECUTION_TYPE",
+		err = tier.Permanent(apierr.CodeUnsupportedExecutionType,
 			"execution type %q is not supported by this executor version", sk.ExecutionType)
 	}
 	if err != nil {
@@ -218,7 +219,7 @@ func (x *execution) execute(ctx context.Context) error {
 	case run.PendingReview:
 		return x.pause(ctx, out.Held)
 	case run.Rejected:
-		return x.finish(ctx, x.log, rn, run.Rejected, nil, codedError("REJECTED", out.Reason))
+		return x.finish(ctx, x.log, rn, run.Rejected, nil, codedError(apierr.CodeRejected, out.Reason))
 	}
 	return x.finish(ctx, x.log, rn, out.Status, out.Output, nil, out.Warnings...)
 }
@@ -231,7 +232,7 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	x.flush(ctx)
 	reasons := make([]map[string]any, 0, len(held))
 	for _, h := range held {
-		reasons = append(reasons, map[string]any{"code": "TOOL_REQUIRES_APPROVAL", "tool": h.Tool,
+		reasons = append(reasons, map[string]any{"code": apierr.CodeToolRequiresApproval, "tool": h.Tool,
 			"call_id": h.CallID, "arguments": h.Arguments})
 	}
 	// The status and the reasons change together: a reviewer never sees a paused run
@@ -245,7 +246,7 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	if err != nil {
 		return fmt.Errorf("pausing run for approval: %w", err)
 	}
-	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": "TOOL_REQUIRES_APPROVAL",
+	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": apierr.CodeToolRequiresApproval,
 		"tools": held})
 	x.flush(ctx)
 	x.Metrics.Paused(x.run.ExecutionType)
@@ -264,7 +265,7 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.TimedOut, nil,
-			codedError("TIMED_OUT", "the run exceeded its skill's timeout"))
+			codedError(apierr.CodeTimedOut, "the run exceeded its skill's timeout"))
 	}
 	if errors.Is(err, tier.ErrCancelled) || ctx.Err() != nil {
 		// asynq cancels the handler's context when the dispatcher asks it to
@@ -272,7 +273,7 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 		requested, cerr := x.runs().CancelRequested(context.WithoutCancel(ctx), rn.ID)
 		if cerr == nil && requested {
 			return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Cancelled, nil,
-				codedError("CANCELLED", "the run was cancelled while it was running"))
+				codedError(apierr.CodeCancelled, "the run was cancelled while it was running"))
 		}
 		if ctx.Err() != nil {
 			// Not a cancellation: the worker lost its lease or is going away. The run stays
@@ -306,7 +307,7 @@ func classify(err error) (code, msg string, permanent bool) {
 	case errors.As(err, &re):
 		return re.Code, re.Message, !re.Retryable
 	}
-	return "EXECUTION_ERROR", err.Error(), false
+	return apierr.CodeExecutionError, err.Error(), false
 }
 
 func codedError(code, msg string) json.RawMessage {

@@ -9,6 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -33,7 +34,7 @@ func React(ctx context.Context, env Env, job Job) (Outcome, error) {
 		return Outcome{}, err
 	}
 	if len(tools) == 0 {
-		return Outcome{}, Permanent("NO_TOOLS_AVAILABLE",
+		return Outcome{}, Permanent(apierr.CodeNoToolsAvailable,
 			"skill %q lists tools %v but none is registered and granted to the organisation", job.JobType, job.Skill.Tools)
 	}
 	byName := make(map[string]tool.Tool, len(tools))
@@ -72,7 +73,7 @@ func React(ctx context.Context, env Env, job Job) (Outcome, error) {
 	return Outcome{
 		Status:   run.CompletedMaxIterations,
 		Output:   map[string]any{"content": last, "iterations": maxIter},
-		Warnings: []string{fmt.Sprintf("MAX_ITERATIONS: the loop reached max_iterations (%d) without a final answer", maxIter)},
+		Warnings: []string{fmt.Sprintf("%s: the loop reached max_iterations (%d) without a final answer", apierr.CodeMaxIterations, maxIter)},
 	}, nil
 }
 
@@ -91,7 +92,7 @@ func iterate(ctx context.Context, env Env, job Job, it *span.Span, i int, msgs *
 		return Outcome{}, false, err
 	}
 	if len(ans.Choices) == 0 {
-		return Outcome{}, false, Permanent("LLM_EMPTY_ANSWER", "the LLM answered without a choice")
+		return Outcome{}, false, Permanent(apierr.CodeLLMEmptyAnswer, "the LLM answered without a choice")
 	}
 	msg := ans.Choices[0].Message
 	if len(msg.ToolCalls) == 0 {

@@ -13,6 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/payload"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
@@ -120,13 +121,13 @@ type chatPayload struct {
 // the words the dispatcher uses to refuse it at dispatch.
 func Messages(sk skill.Skill, raw json.RawMessage) ([]openai.ChatCompletionMessage, error) {
 	if problems := payload.CheckChat(raw); len(problems) > 0 {
-		return nil, Permanent("INVALID_PAYLOAD", "%s", payload.Describe(problems))
+		return nil, Permanent(apierr.CodeInvalidPayload, "%s", payload.Describe(problems))
 	}
 	var p chatPayload
 	if err := json.Unmarshal(raw, &p); err != nil {
 		// The check above accepts only what decodes; this is a guard, and its message
 		// keeps the decoder's Go types out of the run's error.
-		return nil, Permanent("INVALID_PAYLOAD", "payload does not have the shape llm_only and tool_using take (docs/api.md)")
+		return nil, Permanent(apierr.CodeInvalidPayload, "payload does not have the shape llm_only and tool_using take (docs/api.md)")
 	}
 	var msgs []openai.ChatCompletionMessage
 	if sk.SystemPrompt != "" {
