@@ -38,6 +38,7 @@ import (
 	"github.com/switchyard-ai/switchyard/bench/internal/load"
 	"github.com/switchyard-ai/switchyard/bench/internal/routerstack"
 	"github.com/switchyard-ai/switchyard/bench/internal/stats"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
 const body = `{"model":"bench","max_tokens":16,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the benchmark."}]}`
@@ -314,7 +315,7 @@ func replicas(st *routerstack.Stack, rpm int, d time.Duration) error {
 		case resp.StatusCode == http.StatusOK:
 			ok.Add(1)
 			return nil
-		case json.Unmarshal(raw, &e) == nil && e.Code == "RATE_LIMIT_DEADLINE":
+		case json.Unmarshal(raw, &e) == nil && e.Code == apierr.CodeRateLimitDeadline:
 			deadline.Add(1)
 		default:
 			other.Add(1)

@@ -22,7 +22,7 @@ type Breaker struct {
 func (l *Breaker) Chat(ctx context.Context, call *Call) (*Result, error) {
 	done, err := l.Breakers.Allow(endpoint(call.Route))
 	if err != nil {
-		return nil, apierr.New(http.StatusServiceUnavailable, "PROVIDER_CIRCUIT_OPEN",
+		return nil, apierr.New(http.StatusServiceUnavailable, apierr.CodeProviderCircuitOpen,
 			"The provider endpoint failed repeatedly; the router stopped sending it calls for a while.",
 			"The executor retries later; check the provider's status.").
 			With("provider", call.Route.ProviderName).SetHeader("Retry-After", "5").Wrap(err)

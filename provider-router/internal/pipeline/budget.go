@@ -36,7 +36,7 @@ func (l *Budget) Chat(ctx context.Context, call *Call) (*Result, error) {
 	}
 	price, priceErr := l.Prices.Lookup(ctx, string(call.Route.Kind), call.Route.Model)
 	if priceErr != nil && !errors.Is(priceErr, pricing.ErrUnknown) {
-		return nil, dependencyError("DATABASE_UNAVAILABLE", "The router could not read the price table.", priceErr)
+		return nil, dependencyError(apierr.CodeDatabaseUnavailable, "The router could not read the price table.", priceErr)
 	}
 	call.Price, call.Priced = price, priceErr == nil
 	if len(ceilings) > 0 && estimate.MaxTokens(call.Req) == 0 {
@@ -47,7 +47,7 @@ func (l *Budget) Chat(ctx context.Context, call *Call) (*Result, error) {
 		return l.Next.Chat(ctx, call)
 	}
 	if !call.Priced {
-		return nil, apierr.New(http.StatusUnprocessableEntity, "PRICE_UNKNOWN",
+		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodePriceUnknown,
 			"The model has no price, so a cost ceiling cannot be enforced.",
 			"Add the model's price to the price table (prices) or remove the ceiling.").
 			With("provider_kind", string(call.Route.Kind), "model", call.Route.Model)
@@ -56,13 +56,13 @@ func (l *Budget) Chat(ctx context.Context, call *Call) (*Result, error) {
 	hold, err := l.Guard.Reserve(ctx, ceilings, worst)
 	if err != nil {
 		if be, ok := errors.AsType[*budget.ExceededError](err); ok {
-			return nil, apierr.New(http.StatusPaymentRequired, "BUDGET_EXCEEDED",
+			return nil, apierr.New(http.StatusPaymentRequired, apierr.CodeBudgetExceeded,
 				"The call's worst-case cost does not fit under the "+string(be.Ceiling.Scope)+"'s cost ceiling.",
 				"Raise the ceiling, lower max_tokens, or shorten the prompt.").
 				With("scope", string(be.Ceiling.Scope), "ceiling_usd", be.Ceiling.LimitUSD,
 					"spent_usd", be.SpentUSD, "worst_case_usd", be.WorstCase)
 		}
-		return nil, dependencyError("BUDGET_UNAVAILABLE", "The router could not check the cost ceiling.", err)
+		return nil, dependencyError(apierr.CodeBudgetUnavailable, "The router could not check the cost ceiling.", err)
 	}
 	res, err := l.Next.Chat(ctx, call)
 	if err != nil {
@@ -85,7 +85,7 @@ func (l *Budget) ceilings(ctx context.Context, call *Call) ([]budget.Ceiling, er
 	if call.ChainID != "" {
 		limit, ok, err := l.Guard.ChainCeiling(ctx, call.ChainID)
 		if err != nil {
-			return nil, dependencyError("DATABASE_UNAVAILABLE", "The router could not read the chain's cost ceiling.", err)
+			return nil, dependencyError(apierr.CodeDatabaseUnavailable, "The router could not read the chain's cost ceiling.", err)
 		}
 		if ok {
 			ceilings = append(ceilings, budget.Ceiling{Scope: budget.ScopeChain, ID: call.ChainID, LimitUSD: limit})
@@ -110,7 +110,7 @@ func worstPrompt(n int) int64 { return int64(n)*5/4 + 8 }
 // when the caller went away meanwhile.
 func dependencyError(code, msg string, err error) error {
 	if errors.Is(err, context.Canceled) {
-		return apierr.New(499, "CANCELLED", "The caller went away.")
+		return apierr.New(499, apierr.CodeCancelled, "The caller went away.")
 	}
 	return apierr.New(http.StatusServiceUnavailable, code, msg, "Retry; operators: check PostgreSQL and Redis.").Wrap(err)
 }

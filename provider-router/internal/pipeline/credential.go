@@ -47,7 +47,7 @@ func (l *Credential) adapter(ctx context.Context, call *Call) (provider.Adapter,
 	if l.Store != nil {
 		secret, ver, found, err := l.Store.Get(ctx, route.ProviderID)
 		if err != nil {
-			return nil, apierr.New(http.StatusServiceUnavailable, "CREDENTIAL_UNAVAILABLE",
+			return nil, apierr.New(http.StatusServiceUnavailable, apierr.CodeCredentialUnavailable,
 				"The router could not open the provider's credential.",
 				"Operators: check the router's key ring (SWITCHYARD_ROUTER_KEYS_FILE) holds the key the credential was sealed with.").
 				With("provider", route.ProviderName).Wrap(err)

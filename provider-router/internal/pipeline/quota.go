@@ -24,12 +24,12 @@ func (l *Quota) Chat(ctx context.Context, call *Call) (*Result, error) {
 	hold, err := l.Guard.ReserveTokens(ctx, call.OrgID, int64(call.Tokens))
 	if err != nil {
 		if qe, ok := errors.AsType[*budget.QuotaError](err); ok {
-			return nil, apierr.New(http.StatusTooManyRequests, "QUOTA_EXCEEDED",
+			return nil, apierr.New(http.StatusTooManyRequests, apierr.CodeQuotaExceeded,
 				"The organisation's monthly token quota is exhausted.",
 				"Wait for the next calendar month (UTC) or ask an admin to raise the quota.").
 				With("quota", qe.Quota, "used", qe.Used, "tokens", qe.Tokens, "month", qe.Month)
 		}
-		return nil, dependencyError("BUDGET_UNAVAILABLE", "The router could not check the token quota.", err)
+		return nil, dependencyError(apierr.CodeBudgetUnavailable, "The router could not check the token quota.", err)
 	}
 	res, err := l.Next.Chat(ctx, call)
 	if err != nil {

@@ -75,7 +75,7 @@ func (l *RateLimit) observe(ctx context.Context, key limiter.BucketKey, rl provi
 // limitError maps a failed admission.
 func limitError(route routing.Route, err error) error {
 	if de, ok := errors.AsType[*limiter.DeadlineError](err); ok {
-		e := apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_DEADLINE",
+		e := apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitDeadline,
 			"The provider's rate limit leaves no capacity for this call before its deadline.",
 			"Give the job a later deadline, raise its priority, or raise the provider limits.").
 			With("provider", route.ProviderName, "model", route.Model, "waited_ms", de.Waited.Milliseconds(),
@@ -87,7 +87,7 @@ func limitError(route routing.Route, err error) error {
 	}
 	if be, ok := errors.AsType[*limiter.BusyError](err); ok {
 		// Not a failure: the caller should free its worker and come back at its slot.
-		return apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_WAIT",
+		return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitWait,
 			"The provider's rate limit has no capacity for this call within the caller's wait (X-Capacity-Wait-MS).",
 			"Come back after retry_after_ms (Retry-After); the executor parks the run until then, holding no worker.").
 			With("provider", route.ProviderName, "model", route.Model, "waited_ms", be.Waited.Milliseconds(),
@@ -95,8 +95,8 @@ func limitError(route routing.Route, err error) error {
 			SetHeader("Retry-After", strconv.Itoa(int(be.RetryAfter.Seconds()+0.999))).Wrap(err).Expected()
 	}
 	if errors.Is(err, context.Canceled) {
-		return apierr.New(499, "CANCELLED", "The caller went away.")
+		return apierr.New(499, apierr.CodeCancelled, "The caller went away.")
 	}
-	return apierr.New(http.StatusServiceUnavailable, "RATE_LIMITER_UNAVAILABLE",
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeRateLimiterUnavailable,
 		"The router could not reach its shared rate-limit state.", "Retry; operators: check Redis.").Wrap(err)
 }

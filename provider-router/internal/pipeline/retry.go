@@ -52,7 +52,7 @@ func (l *Retrier) Chat(ctx context.Context, call *Call) (*Result, error) {
 			return nil, err
 		}
 		if ctx.Err() != nil {
-			return nil, apierr.New(499, "CANCELLED", "The caller went away.").Wrap(err)
+			return nil, apierr.New(499, apierr.CodeCancelled, "The caller went away.").Wrap(err)
 		}
 		pe, _ := errors.AsType[*provider.Error](err)
 		if pe == nil || !pe.Retryable || attempt >= attempts || call.streamed {
@@ -68,7 +68,7 @@ func (l *Retrier) Chat(ctx context.Context, call *Call) (*Result, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, apierr.New(499, "CANCELLED", "The caller went away.")
+			return nil, apierr.New(499, apierr.CodeCancelled, "The caller went away.")
 		case <-t.C:
 		}
 	}
@@ -90,23 +90,23 @@ func backoff(r Retry, attempt int) time.Duration {
 func providerError(route routing.Route, err error) error {
 	pe, ok := errors.AsType[*provider.Error](err)
 	if !ok {
-		return apierr.New(http.StatusBadGateway, "PROVIDER_UNAVAILABLE", "The provider could not be reached.",
+		return apierr.New(http.StatusBadGateway, apierr.CodeProviderUnavailable, "The provider could not be reached.",
 			"The executor retries with backoff; check the provider's status.").
 			With("provider", route.ProviderName).Wrap(err)
 	}
 	ctx := []any{"provider", route.ProviderName, "model", route.Model, "provider_status", pe.Status, "provider_code", pe.Code}
 	switch {
 	case pe.Status == http.StatusTooManyRequests:
-		e := apierr.New(http.StatusTooManyRequests, "PROVIDER_RATE_LIMITED", "The provider refused the call for its rate limit.",
+		e := apierr.New(http.StatusTooManyRequests, apierr.CodeProviderRateLimited, "The provider refused the call for its rate limit.",
 			"The executor retries after the delay in Retry-After.").With(ctx...).Wrap(err)
 		if pe.RetryAfter > 0 {
 			e.SetHeader("Retry-After", strconv.Itoa(int(pe.RetryAfter.Seconds()+0.999)))
 		}
 		return e
 	case pe.Retryable:
-		return apierr.New(http.StatusBadGateway, "PROVIDER_UNAVAILABLE", "The provider failed to answer.",
+		return apierr.New(http.StatusBadGateway, apierr.CodeProviderUnavailable, "The provider failed to answer.",
 			"The executor retries with backoff; check the provider's status.").With(ctx...).Wrap(err)
 	}
-	return apierr.New(http.StatusBadGateway, "PROVIDER_REJECTED", "The provider rejected the request: "+pe.Message,
+	return apierr.New(http.StatusBadGateway, apierr.CodeProviderRejected, "The provider rejected the request: "+pe.Message,
 		"Check the skill's model and prompt; retrying will not help.").With(ctx...).Wrap(err)
 }

@@ -49,14 +49,14 @@ func (l *Step) begin(ctx context.Context, call *Call) (handoff.Result, error) {
 		l.Metrics.step(res)
 		return res, nil
 	case errors.Is(err, handoff.ErrInFlight):
-		return res, apierr.New(http.StatusServiceUnavailable, "CALL_IN_FLIGHT",
+		return res, apierr.New(http.StatusServiceUnavailable, apierr.CodeCallInFlight,
 			"Another call of the same job and step is still running; the provider is not called twice.",
 			"Retry after Retry-After: the answer of the call in flight is handed to the retry.").
 			With("step_key", call.StepKey).SetHeader("Retry-After", "1")
 	case errors.Is(err, context.Canceled):
-		return res, apierr.New(499, "CANCELLED", "The caller went away.")
+		return res, apierr.New(499, apierr.CodeCancelled, "The caller went away.")
 	}
-	return res, apierr.New(http.StatusServiceUnavailable, "HANDOFF_UNAVAILABLE",
+	return res, apierr.New(http.StatusServiceUnavailable, apierr.CodeHandoffUnavailable,
 		"The router could not check whether this job's step was already called, so it did not call the provider.",
 		"Retry; operators: check Redis.").With("step_key", call.StepKey).Wrap(err)
 }

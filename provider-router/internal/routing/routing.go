@@ -83,7 +83,7 @@ func (r *Resolver) Resolve(ctx context.Context, orgID, hint, modelOverride, pref
 		hint = "default"
 	}
 	if !validHints[hint] {
-		return Route{}, apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "Unknown routing hint.",
+		return Route{}, apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed, "Unknown routing hint.",
 			"Use one of fast, reasoning, code, long_context, creative, default.").With("routing_hint", hint)
 	}
 	org, err := r.load(ctx, orgID)
@@ -144,11 +144,11 @@ var residencyAdmits = map[string]map[string]bool{
 func CheckResidency(route Route, residency string) error {
 	admits, ok := residencyAdmits[residency]
 	if !ok {
-		return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "Unknown data residency.",
+		return apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed, "Unknown data residency.",
 			"Use any, eu_only or us_only.").With("residency", residency)
 	}
 	if !admits[route.Jurisdiction] {
-		return apierr.New(http.StatusForbidden, "RESIDENCY_VIOLATION",
+		return apierr.New(http.StatusForbidden, apierr.CodeResidencyViolation,
 			"The skill's data residency forbids the provider this call is routed to.",
 			"Route the skill's hint to a provider endpoint in the required jurisdiction (e.g. a Vertex AI EU region), or change the skill's residency.").
 			With("residency", residency, "provider", route.ProviderName, "jurisdiction", route.Jurisdiction)
@@ -169,7 +169,7 @@ func routingFailed(org orgRouting, hint, why string) *apierr.Error {
 		}
 		policy[h] = name
 	}
-	return apierr.New(http.StatusUnprocessableEntity, "ROUTING_FAILED", "No provider can serve this call: "+why+".",
+	return apierr.New(http.StatusUnprocessableEntity, apierr.CodeRoutingFailed, "No provider can serve this call: "+why+".",
 		"Enable a provider and map the routing hint to it in the organisation's routing policy (admin API: /api/v1/admin/providers).").
 		With("routing_hint", hint, "enabled_providers", enabled, "policy", policy)
 }
@@ -229,9 +229,9 @@ func (r *Resolver) load(ctx context.Context, orgID string) (orgRouting, error) {
 
 func dbError(err error) *apierr.Error {
 	if errors.Is(err, context.Canceled) {
-		return apierr.New(499, "CANCELLED", "The caller went away.")
+		return apierr.New(499, apierr.CodeCancelled, "The caller went away.")
 	}
-	return apierr.New(http.StatusServiceUnavailable, "DATABASE_UNAVAILABLE",
+	return apierr.New(http.StatusServiceUnavailable, apierr.CodeDatabaseUnavailable,
 		"The router could not read the registry.", "Retry; operators: check PostgreSQL.").Wrap(fmt.Errorf("routing: %w", err))
 }
 

@@ -24,7 +24,7 @@ var priorities = map[string]int{"": limiter.PriorityNormal, "critical": limiter.
 	"high": limiter.PriorityHigh, "normal": limiter.PriorityNormal, "low": limiter.PriorityLow}
 
 func invalid(msg, fix, header string) *apierr.Error {
-	return apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", msg, fix).With("header", header)
+	return apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed, msg, fix).With("header", header)
 }
 
 // chat is POST /internal/ai/chat: parse the request into a call, pass it through the
@@ -63,11 +63,11 @@ func (s *Server) parse(c echo.Context) (*pipeline.Call, error) {
 		return call, invalid("X-Org-ID is required.", "Send the job's organisation in X-Org-ID.", aichat.HeaderOrgID)
 	}
 	if err := c.Bind(&call.Req); err != nil {
-		return call, apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "The body is not an OpenAI chat completion request.",
+		return call, apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed, "The body is not an OpenAI chat completion request.",
 			"Send a Chat Completions JSON body.")
 	}
 	if len(call.Req.Messages) == 0 {
-		return call, apierr.New(http.StatusBadRequest, "VALIDATION_FAILED", "messages must not be empty.",
+		return call, apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed, "messages must not be empty.",
 			"Send at least one message.").With("field", "messages")
 	}
 	call.ModelOverride = cmp.Or(h.Get(aichat.HeaderModelOverride), call.Req.Model)

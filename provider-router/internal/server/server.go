@@ -106,7 +106,7 @@ func (s *Server) Handler() *echo.Echo {
 // lockFailed is the one answer of every lock: 403 naming the lock and nothing more, so a
 // prober learns which lock stopped it but not why.
 func lockFailed(lock string) *apierr.Error {
-	return apierr.New(http.StatusForbidden, "FORBIDDEN", "The call did not pass the router's "+lock+" lock.",
+	return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "The call did not pass the router's "+lock+" lock.",
 		"Only the executor may call the router; see docs/router.md.").With("lock", lock)
 }
 
