@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 // The services, by binary name.
@@ -83,8 +84,11 @@ func RepoRoot() (string, error) {
 
 // Ports come from 21000-24999: below Linux's ephemeral range (32768+), so a client socket
 // cannot take a killed service's port while it is down (it comes back on the same address),
-// and apart from the stack profiles' 25432-26381. A process never hands a port out twice;
-// processes start at different offsets (by pid) and skip ports in use.
+// and apart from the stack profiles' 25432-26381. Test binaries run side by side (go test
+// -p 2: e2e beside the fault suite), so a port handed out is also reserved across processes:
+// an flock on a file named after it, held until this process exits (the kernel drops the
+// lock with the process, however it ends). Processes start at different offsets (by pid)
+// and skip ports in use or reserved.
 const (
 	portLow, portHigh = 21000, 25000
 )
@@ -92,22 +96,40 @@ const (
 var (
 	portMu   sync.Mutex
 	nextPort int
+	reserved []*os.File // held open: closing one would release its port's lock
 )
 
-// FreeAddr returns a loopback address whose port is free now.
+// FreeAddr returns a loopback address whose port is free now and that no other process
+// using this package will be given.
 func FreeAddr() (string, error) {
 	portMu.Lock()
 	defer portMu.Unlock()
+	lockDir := filepath.Join(os.TempDir(), "switchyard-harness-ports")
+	if err := os.MkdirAll(lockDir, 0o777); err != nil {
+		return "", fmt.Errorf("port reservations: %w", err)
+	}
 	for range portHigh - portLow {
 		nextPort++
 		if nextPort < portLow || nextPort >= portHigh {
 			nextPort = portLow + os.Getpid()%(portHigh-portLow)
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(nextPort))
-		if l, err := net.Listen("tcp", addr); err == nil {
-			_ = l.Close()
-			return addr, nil
+		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(nextPort)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return "", fmt.Errorf("port reservations: %w", err)
 		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			_ = f.Close() // another process holds it
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(nextPort))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			_ = f.Close() // in use by something that is not ours
+			continue
+		}
+		_ = l.Close()
+		reserved = append(reserved, f)
+		return addr, nil
 	}
 	return "", fmt.Errorf("no free port in %d-%d", portLow, portHigh-1)
 }
