@@ -61,6 +61,21 @@ type Runner struct {
 	MaxQueueTime time.Duration
 	// Metrics, when set, receives the executor's series.
 	Metrics *metrics.Metrics
+
+	// delivery returns how many times the task was retried and asynq's maximum for it; nil:
+	// read from the handler's context, as asynq sets it. A field so that in-package tests
+	// can hand the handler any delivery (asynq keeps the constructor of that context internal).
+	delivery func(ctx context.Context) (retried, maxRetry int)
+}
+
+// taskDelivery returns how many times the task was retried and asynq's maximum for it.
+func (r *Runner) taskDelivery(ctx context.Context) (retried, maxRetry int) {
+	if r.delivery != nil {
+		return r.delivery(ctx)
+	}
+	retried, _ = asynq.GetRetryCount(ctx)
+	maxRetry, _ = asynq.GetMaxRetry(ctx)
+	return retried, maxRetry
 }
 
 // HandleRun is the asynq handler of queue.TypeRun tasks.
@@ -284,8 +299,7 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	}
 	code, msg, permanent := classify(err)
 	e := codedError(code, msg)
-	retries, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	retries, maxRetry := x.taskDelivery(ctx)
 	maxRetry = queue.RetryBudget(maxRetry)
 	if permanent || retries >= maxRetry {
 		return x.finish(context.WithoutCancel(ctx), x.log, rn, run.Failed, nil, e)

@@ -120,12 +120,17 @@ type fakeRouter struct {
 	mu       sync.Mutex
 	calls    map[string]int
 	requests map[string]openai.ChatCompletionRequest
+	headers  map[string]http.Header // the last call's, by step
 	jobIDs   map[string]bool
+	// script holds, by step, router errors that answer the step's next calls in turn before
+	// its answer does (fail).
+	script map[string][]*routerError
 }
 
 func newFakeRouter(t *testing.T, answers map[string]openai.ChatCompletionMessage) *fakeRouter {
 	t.Helper()
-	f := &fakeRouter{calls: map[string]int{}, requests: map[string]openai.ChatCompletionRequest{}, jobIDs: map[string]bool{}}
+	f := &fakeRouter{calls: map[string]int{}, requests: map[string]openai.ChatCompletionRequest{}, jobIDs: map[string]bool{},
+		headers: map[string]http.Header{}, script: map[string][]*routerError{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		step := r.Header.Get(aichat.HeaderStepKey)
 		var req openai.ChatCompletionRequest
@@ -134,10 +139,19 @@ func newFakeRouter(t *testing.T, answers map[string]openai.ChatCompletionMessage
 		f.calls[step]++
 		f.requests[step] = req
 		f.jobIDs[r.Header.Get(aichat.HeaderJobID)] = true
+		f.headers[step] = r.Header.Clone()
+		var fail *routerError
+		if q := f.script[step]; len(q) > 0 {
+			fail, f.script[step] = q[0], q[1:]
+		}
 		before := f.before
 		f.mu.Unlock()
 		if before != nil {
 			before(step)
+		}
+		if fail != nil {
+			fail.write(w, r)
+			return
 		}
 		msg, ok := answers[step]
 		if !ok {
@@ -168,6 +182,7 @@ type bundle struct {
 	router  *fakeRouter
 	metrics *metrics.Metrics
 	orgID   string
+	logs    *logSignals
 }
 
 // setup returns a runner whose Postgres goes through a proxy the test can cut, talking to
@@ -187,8 +202,9 @@ func setup(t *testing.T, answers map[string]openai.ChatCompletionMessage) *bundl
 	require.NoError(t, err)
 	router := newFakeRouter(t, answers)
 	b := &bundle{pool: pool, proxy: proxy, router: router, metrics: m, orgID: testkit.NewOrg(t, pool)}
+	b.logs = newLogSignals()
 	b.runner = &Runner{DB: viaProxy, Events: &event.Publisher{Redis: rdb}, Metrics: m, Tooling: &toolcall.Invoker{},
-		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(b.logs), delivery: deliveryOf,
 		Router: &routerclient.Client{BaseURL: router.srv.URL, ServiceKey: "k", Caller: "executor", HTTP: router.srv.Client()},
 	}
 	return b
@@ -208,6 +224,13 @@ func (b *bundle) newRun(t *testing.T, sk skill.Skill) string {
 		id, b.orgID, uuid.NewString(), sk.JobType, sk.ExecutionType)
 	require.NoError(t, err)
 	return id
+}
+
+// parked returns the park a handler answered with: asynq's worker retries the task after
+// its delay without counting a failure.
+func parked(err error) (*queue.Parked, bool) {
+	p, ok := err.(*queue.Parked)
+	return p, ok
 }
 
 // handle runs one attempt of the run's task, as asynq would hand it to the handler.
@@ -235,29 +258,34 @@ func text(s string) openai.ChatCompletionMessage {
 }
 
 // TestPaidAnswerSurvivesAJournalOutage cuts Postgres the moment the router answers and
-// gives it back two seconds later: the answer is held and journaled once the database is
-// back, within the same attempt. The provider is asked once, and the call carried its step
-// key.
+// gives it back once the journal write of the answer has failed: the answer is held and
+// journaled once the database is back, within the same attempt. The provider is asked
+// once, the call carried its step key, and the answer is billed once.
 func TestPaidAnswerSurvivesAJournalOutage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, map[string]openai.ChatCompletionMessage{"llm/1": text("hi there")})
 	runID := b.newRun(t, skill.Skill{JobType: "hello", ExecutionType: "llm_only", MaxTokens: 16})
-	var restore sync.Once
-	b.router.before = func(string) {
-		restore.Do(func() {
-			b.proxy.setCut(true)
-			time.AfterFunc(2*time.Second, func() { b.proxy.setCut(false) })
-		})
-	}
+	failed := b.logs.logged("journal write failed; retrying while the attempt has time")
+	restored := make(chan struct{})
+	go func() {
+		defer close(restored)
+		<-failed
+		b.proxy.setCut(false)
+	}()
+	var cut sync.Once
+	b.router.before = func(string) { cut.Do(func() { b.proxy.setCut(true) }) }
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, b.handle(ctx, runID))
+	<-restored
 
 	require.Equal(t, 1, b.router.count("llm/1"), "the paid answer was not requested again")
 	require.Equal(t, "completed", b.status(t, runID))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM run_journal WHERE run_id = $1 AND step_key = 'llm/1'`, runID))
+	require.Equal(t, "llm/1", b.router.header("llm/1", aichat.HeaderStepKey))
 	require.Equal(t, 1, b.count(t, `SELECT llm_calls FROM runs WHERE id = $1`, runID), "billed once")
+	require.InDelta(t, 0.001, b.run(t, runID).CostUSD, 1e-9)
 	m := scrape(t, b.metrics)
 	require.Equal(t, "1", m[`switchyard_executor_journal_writes_total{kind="llm_answer",outcome="after_retry"}`])
 	require.Empty(t, m[`switchyard_executor_journal_writes_total{kind="llm_answer",outcome="failed"}`])
