@@ -11,6 +11,7 @@ require (
 	github.com/switchyard-ai/switchyard/harness v0.0.0
 	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -50,6 +50,7 @@ require (
 	github.com/switchyard-ai/switchyard/migrations v0.0.0
 	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0
 )
 

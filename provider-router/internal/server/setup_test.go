@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/switchyard-ai/switchyard/provider-router/internal/breaker"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/budget"
@@ -52,9 +53,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	caDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// The server's limiter, ledger, hand-off and registry run goroutines; none may outlive
+	// the test that started them.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 func devCA(t testing.TB) string {
