@@ -141,7 +141,12 @@ func (s *Sender) deliver(ctx context.Context, d due) {
 	req.Header.Set(HeaderSignature, Sign(d.Secret, ts, body))
 	req.Header.Set(HeaderJobID, d.ID)
 	req.Header.Set("Idempotency-Key", d.ID)
-	resp, err := guard.Client().Do(req)
+	// The guard is the organisation's and its transport this delivery's: a connection left
+	// idle in it would never be used again, and would hold a socket and two goroutines until
+	// the idle timeout.
+	client := guard.Client()
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
 	if err != nil {
 		var blocked *netguard.BlockedError
 		if errors.As(err, &blocked) {
