@@ -6,6 +6,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
