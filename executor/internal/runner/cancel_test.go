@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/runstore"
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/tool"
 )
 
@@ -47,7 +48,7 @@ func TestCancelWhileRunning(t *testing.T) {
 			require.NoError(t, b.handle(withDelivery(ctx, 0, 4), runID), "a cancellation is the run's end, not a failure")
 			rr := b.run(t, runID)
 			require.Equal(t, "cancelled", rr.Status)
-			require.Equal(t, "CANCELLED", rr.Error["code"])
+			require.Equal(t, apierr.CodeCancelled, rr.Error["code"])
 			require.Equal(t, "job:cancelled", last(b.events(t, runID)))
 			require.Zero(t, ct.count(), "nothing is called after the cancellation")
 			require.Equal(t, 1, b.router.count("iter/1/llm"))
@@ -70,7 +71,7 @@ func TestCancelPendingAtPickup(t *testing.T) {
 	require.NoError(t, b.handle(withDelivery(context.Background(), 1, 4), runID))
 	rr := b.run(t, runID)
 	require.Equal(t, "cancelled", rr.Status)
-	require.Equal(t, "CANCELLED", rr.Error["code"])
+	require.Equal(t, apierr.CodeCancelled, rr.Error["code"])
 	require.Equal(t, 1, rr.Attempts, "not claimed again")
 	require.Equal(t, 1, b.router.count("iter/1/llm"))
 }

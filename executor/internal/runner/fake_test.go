@@ -66,16 +66,16 @@ func (f *fakeRouter) header(step, name string) string {
 
 // The router's refusals the tests use, as provider-router answers them.
 func providerUnavailable() *apierr.Error {
-	return apierr.New(http.StatusBadGateway, "PROVIDER_UNAVAILABLE", "The provider failed.", "Retry.")
+	return apierr.New(http.StatusBadGateway, apierr.CodeProviderUnavailable, "The provider failed.", "Retry.")
 }
 
 func budgetExceeded() *apierr.Error {
-	return apierr.New(http.StatusPaymentRequired, "BUDGET_EXCEEDED", "The run's cost ceiling would be exceeded.",
+	return apierr.New(http.StatusPaymentRequired, apierr.CodeBudgetExceeded, "The run's cost ceiling would be exceeded.",
 		"Raise the ceiling.").With("cost_ceiling_usd", 0.01)
 }
 
 func rateLimitWait(after time.Duration) *apierr.Error {
-	return apierr.New(http.StatusTooManyRequests, "RATE_LIMIT_WAIT",
+	return apierr.New(http.StatusTooManyRequests, apierr.CodeRateLimitWait,
 		"The provider's rate limit has no capacity for this call within the caller's wait (X-Capacity-Wait-MS).",
 		"Come back after retry_after_ms (Retry-After).").
 		With("provider", "sim", "model", "sim-fast", "ahead", 3, "retry_after_ms", after.Milliseconds()).

@@ -7,6 +7,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/tool"
 )
@@ -31,7 +32,7 @@ func TestPauseForApprovalAndResume(t *testing.T) {
 	rr := b.run(t, runID)
 	require.Equal(t, "pending_review", rr.Status)
 	require.Len(t, rr.HoldReasons, 1)
-	require.Equal(t, "TOOL_REQUIRES_APPROVAL", rr.HoldReasons[0]["code"])
+	require.Equal(t, apierr.CodeToolRequiresApproval, rr.HoldReasons[0]["code"])
 	require.Equal(t, "refund", rr.HoldReasons[0]["tool"])
 	require.Zero(t, ct.count(), "nothing is called before the approval")
 	require.Contains(t, b.events(t, runID), "job:held")

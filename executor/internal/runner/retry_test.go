@@ -30,11 +30,11 @@ func TestRetryableRouterErrorIsRetried(t *testing.T) {
 	err := b.handle(withDelivery(context.Background(), 0, 4), runID)
 	re, ok := errors.AsType[*routerclient.Error](err)
 	require.True(t, ok, "asynq gets the router's error: %v", err)
-	require.Equal(t, "PROVIDER_UNAVAILABLE", re.Code)
+	require.Equal(t, apierr.CodeProviderUnavailable, re.Code)
 	rr := b.run(t, runID)
 	require.Equal(t, "queued", rr.Status)
 	require.Len(t, rr.AttemptErrors, 1)
-	require.Equal(t, "PROVIDER_UNAVAILABLE", rr.AttemptErrors[0]["code"])
+	require.Equal(t, apierr.CodeProviderUnavailable, rr.AttemptErrors[0]["code"])
 	require.Nil(t, rr.Error, "not the run's final error")
 	require.Contains(t, b.events(t, runID), "job:retrying")
 	require.Zero(t, rr.LLMCalls, "a refused call is not billed")
@@ -58,11 +58,11 @@ func TestRouterErrorsThatEndTheRun(t *testing.T) {
 		retried      int
 		status, code string
 	}{
-		{"permanent", budgetExceeded(), 0, "failed", "BUDGET_EXCEEDED"},
+		{"permanent", budgetExceeded(), 0, "failed", apierr.CodeBudgetExceeded},
 		// asynq's maximum is the run's budget plus one (queue.RetryBudget): 4 is a budget of 3.
-		{"retryable on the last retry", providerUnavailable(), 3, "failed", "PROVIDER_UNAVAILABLE"},
+		{"retryable on the last retry", providerUnavailable(), 3, "failed", apierr.CodeProviderUnavailable},
 		// MaxQueueTime is a minute below.
-		{"wait past the maximum queue time", rateLimitWait(2 * time.Minute), 0, "timed_out", "RATE_LIMIT_QUEUE_TIMEOUT"},
+		{"wait past the maximum queue time", rateLimitWait(2 * time.Minute), 0, "timed_out", apierr.CodeRateLimitQueueTimeout},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
