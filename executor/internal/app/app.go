@@ -139,11 +139,16 @@ func Main(ctx context.Context, name, class string, args []string) error {
 	case <-ctx.Done():
 		err = nil
 	}
-	// Shutdown order: stop taking work and drain the queues, then close the listener.
+	// Shutdown order: stop taking work and drain the queues; let the handlers asynq gave up
+	// on at the grace's end finish their last writes; then close the listener, and the
+	// deferred Redis client and Postgres pool last.
 	log.Info("executor draining", "grace", cfg.ShutdownGrace)
 	w.Stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if werr := rn.Wait(shutdownCtx); werr != nil {
+		log.Warn("runs still ending at exit: their next attempt resumes them", "error", werr)
+	}
 	if serr := httpSrv.Shutdown(shutdownCtx); serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -74,4 +75,37 @@ func TestCancelPendingAtPickup(t *testing.T) {
 	require.Equal(t, apierr.CodeCancelled, rr.Error["code"])
 	require.Equal(t, 1, rr.Attempts, "not claimed again")
 	require.Equal(t, 1, b.router.count("iter/1/llm"))
+}
+
+// TestWaitOutlastsTheHandlers: Wait returns only once every handler has returned, so the
+// executor closes its stores after a handler's last writes, not under them.
+func TestWaitOutlastsTheHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ticketAnswers())
+	ct := newCountingTool(t)
+	ct.register(t, b, tool.Tool{Name: "file_ticket", SideEffecting: true})
+	runID := b.newRun(t, ticketSkill())
+
+	asked := make(chan struct{})
+	b.router.hang("iter/1/llm")
+	b.router.mu.Lock()
+	b.router.before = func(step string) {
+		if step == "iter/1/llm" {
+			close(asked)
+		}
+	}
+	b.router.mu.Unlock()
+	ctx, lose := context.WithCancel(context.Background())
+	defer lose()
+	handled := make(chan error, 1)
+	go func() { handled <- b.handle(ctx, runID) }()
+	<-asked
+
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, b.runner.Wait(short), context.DeadlineExceeded, "a handler is still in its call")
+
+	lose() // the worker gives the handler up, as asynq does at the end of the grace
+	require.NoError(t, b.runner.Wait(context.Background()))
+	require.Error(t, <-handled, "the handler ended with its context")
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -66,6 +67,24 @@ type Runner struct {
 	// read from the handler's context, as asynq sets it. A field so that in-package tests
 	// can hand the handler any delivery (asynq keeps the constructor of that context internal).
 	delivery func(ctx context.Context) (retried, maxRetry int)
+
+	// inflight counts the handlers still running. asynq's Shutdown returns after its timeout
+	// while handlers may still be ending, and what they write last (journal, status, events)
+	// needs the Postgres pool and Redis client the process closes next: Wait.
+	inflight sync.WaitGroup
+}
+
+// Wait returns once every HandleRun has returned, or when ctx ends, with ctx's error. The
+// executor calls it after stopping its worker and before closing Postgres and Redis.
+func (r *Runner) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { r.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // taskDelivery returns how many times the task was retried and asynq's maximum for it.
@@ -80,6 +99,8 @@ func (r *Runner) taskDelivery(ctx context.Context) (retried, maxRetry int) {
 
 // HandleRun is the asynq handler of queue.TypeRun tasks.
 func (r *Runner) HandleRun(ctx context.Context, t *asynq.Task) error {
+	r.inflight.Add(1)
+	defer r.inflight.Done()
 	started := time.Now()
 	var task queue.RunTask
 	if err := json.Unmarshal(t.Payload(), &task); err != nil {
