@@ -247,3 +247,35 @@ func TestInvalidUnicodeIsRefused(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&n))
 	require.Zero(t, n)
 }
+
+// TestChainSkillIsValidatedWhenSaved: a chain skill's definition is checked when it is
+// saved; every problem is a field error under "chain", and a step may not dispatch the
+// chain itself.
+func TestChainSkillIsValidatedWhenSaved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.newKey(auth.RoleAdmin)
+	code, res := b.do(admin, http.MethodPut, "/api/v1/skills/t_chain", `{"job_type":"t_chain","execution_type":"chain",
+		"chain":{"steps":[{"step_id":"a","job_type":"demo_llm","depends_on":["b"]},
+		{"step_id":"b","job_type":"demo_llm","depends_on":["a"]},
+		{"step_id":"c","job_type":"t_chain"},{"step_id":"d","job_type":"no_such_skill"}]}}`)
+	_, msgs := fields(t, code, res)
+	require.Contains(t, msgs["chain.steps[2].job_type"], "not a skill of this organisation")
+	require.Contains(t, msgs["chain.steps[3].job_type"], "not a skill of this organisation")
+
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_chain", `{"job_type":"t_chain","execution_type":"chain",
+		"chain":{"steps":[{"step_id":"a","job_type":"demo_llm","depends_on":["b"]},
+		{"step_id":"b","job_type":"demo_llm","depends_on":["a"]}]}}`)
+	_, msgs = fields(t, code, res)
+	require.Equal(t, "a cycle: a → b → a", msgs["chain.steps[1].depends_on"])
+
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_llm", `{"job_type":"t_llm","execution_type":"llm_only",
+		"chain":{"steps":[]}}`)
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["chain"], "execution_type chain")
+
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_chain", `{"job_type":"t_chain","execution_type":"chain",
+		"chain":{"steps":[{"step_id":"a","job_type":"demo_llm"},{"step_id":"b","job_type":"demo_llm","depends_on":["a"],
+		"output_mapping":{"a.output.text":"payload.context"}}]}}`)
+	require.Equal(t, http.StatusCreated, code, res)
+}

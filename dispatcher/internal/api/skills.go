@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
@@ -89,10 +90,36 @@ func (s *Server) checkSkillRefs(c echo.Context, sk skill.Skill) error {
 			}
 		}
 	}
+	switch {
+	case sk.ExecutionType == "chain":
+		chainFields, err := s.checkChain(c, sk)
+		if err != nil {
+			return err
+		}
+		fields = append(fields, chainFields...)
+	case len(sk.Chain) > 0:
+		fields = append(fields, dispatch.FieldError{Field: "chain", Rule: "execution_type",
+			Message: "a chain block belongs to a skill with execution_type chain"})
+	}
 	if len(fields) > 0 {
 		return dispatch.ValidationFailed(fields)
 	}
 	return nil
+}
+
+// checkChain validates a chain skill's definition against the organisation's skills: a
+// step dispatches one of them, never the chain itself.
+func (s *Server) checkChain(c echo.Context, sk skill.Skill) ([]dispatch.FieldError, error) {
+	skills, err := skill.List(c.Request().Context(), s.DB, principal(c).OrgID)
+	if err != nil {
+		return nil, dispatchDBError(err)
+	}
+	known := make(map[string]bool, len(skills))
+	for _, other := range skills {
+		known[other.JobType] = other.JobType != sk.JobType
+	}
+	_, fields := chain.Parse(sk.Chain, func(jobType string) bool { return known[jobType] })
+	return fields, nil
 }
 
 func (s *Server) saveSkill(c echo.Context, sk skill.Skill) error {
