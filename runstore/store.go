@@ -14,16 +14,15 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // DB is what the store needs of a pool, a connection or a transaction: *pgxpool.Pool,
 // *pgx.Conn and pgx.Tx all satisfy it. This is the only declaration of such an interface
 // for run data.
 type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	postgres.Querier
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 	Begin(ctx context.Context) (pgx.Tx, error)
 }

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // Skill is one binding. Its JSON form is the snapshot stored with every run and the body
@@ -77,11 +78,7 @@ func (s *Skill) Defaults() {
 var ErrNotFound = errors.New("skill not found")
 
 // DB is what the registry queries need of a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = postgres.Querier
 
 const columns = `id, org_id, job_type, version, enabled, description, execution_type, routing_hint,
 	model_override, system_prompt, tools, max_iterations, max_tokens, temperature, timeout_seconds,

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // Kinds of tool.
@@ -119,11 +120,7 @@ func (t Tool) Check() error {
 var ErrNotFound = errors.New("tool not found")
 
 // DB is what the registry queries need of a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = postgres.Querier
 
 const columns = `name, description, parameters, kind, method, url_template, timeout_ms, side_effecting,
 	requires_approval, allow_private, honours_idempotency_key`

@@ -6,17 +6,13 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // DB is what the key store needs of a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = postgres.Querier
 
 // ErrUnknownKey is returned for a key that does not exist, is revoked or does not match.
 var ErrUnknownKey = errors.New("unknown or revoked api key")

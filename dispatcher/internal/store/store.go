@@ -5,19 +5,13 @@
 package store
 
 import (
-	"context"
 	"errors"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/switchyard-ai/switchyard/shared/postgres"
 )
 
 // DB is what the store needs of a pool or a transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DB = postgres.Querier
 
 // ErrNotFound is returned when a row does not exist in the caller's organisation.
 var ErrNotFound = errors.New("not found")
