@@ -37,6 +37,25 @@ const (
 	JobWaiting = "job:waiting"
 )
 
+// Chain events, journaled on the chain's parent run (job_id is the parent's; data carries
+// chainId). Each step's run has its own job:* events besides.
+const (
+	// ChainStepDispatched: {chainId, stepId, instance?, jobId, jobType, queue, status,
+	// dependsOn, attempt} — a step's run was recorded (queued, or held_for_review).
+	ChainStepDispatched = "chain:step_dispatched"
+	// ChainStepEnded: {chainId, stepId, instance?, jobId?, status, error?, costUsd} — a step
+	// (or instance) ended, including skipped and cancelled steps that never had a run.
+	ChainStepEnded = "chain:step_ended"
+	// ChainFork: {chainId, trigger, forked[]} — one step's end unblocked several, or a
+	// for_each step fanned out (trigger the step, forked its instances as "step[i]").
+	ChainFork = "chain:fork"
+	// ChainJoin: {chainId, joinStepId, completedPredecessors[]} — a step with several
+	// parents (or a for_each step's instances) was unblocked by the last of them.
+	ChainJoin = "chain:join"
+	// ChainProgress: {chainId, progress, completed, total, costUsd, status}.
+	ChainProgress = "chain:progress"
+)
+
 // Envelope is the wire form of an event.
 type Envelope struct {
 	Type  string          `json:"type"`
