@@ -35,6 +35,8 @@ const (
 	CodeNotReady                 = "NOT_READY"
 	CodeInternal                 = "INTERNAL"
 	CodeChainNotFound            = "CHAIN_NOT_FOUND"
+	CodeChainAlreadyFinished     = "CHAIN_ALREADY_FINISHED"
+	CodeChainNotFinished         = "CHAIN_NOT_FINISHED"
 	CodeWebSocketRequired        = "WEBSOCKET_REQUIRED"
 	CodeShuttingDown             = "SHUTTING_DOWN"
 	CodeUINotBuilt               = "UI_NOT_BUILT"
@@ -75,6 +77,8 @@ const (
 	CodeMaxIterations              = "MAX_ITERATIONS"
 	CodeToolRequiresApproval       = "TOOL_REQUIRES_APPROVAL"
 	CodeJournalUnavailable         = "JOURNAL_UNAVAILABLE"
+	CodeChainStepFailed            = "CHAIN_STEP_FAILED"
+	CodeChainForEachInvalid        = "CHAIN_FOR_EACH_INVALID"
 )
 
 // Where says which part of the platform answers with a code or records it.
@@ -132,6 +136,8 @@ var specs = []Spec{
 	{CodeNotReady, http.StatusServiceUnavailable, Dispatcher, false},
 	{CodeInternal, http.StatusInternalServerError, Services, false},
 	{CodeChainNotFound, http.StatusNotFound, Dispatcher, true},
+	{CodeChainAlreadyFinished, http.StatusConflict, Dispatcher, true},
+	{CodeChainNotFinished, http.StatusConflict, Dispatcher, false},
 	{CodeWebSocketRequired, http.StatusBadRequest, Dispatcher, true},
 	{CodeShuttingDown, http.StatusServiceUnavailable, Dispatcher, false},
 	{CodeUINotBuilt, http.StatusServiceUnavailable, Dispatcher, false},
@@ -167,6 +173,8 @@ var specs = []Spec{
 	{CodeMaxIterations, 0, Run, true},
 	{CodeToolRequiresApproval, 0, Run, false},
 	{CodeJournalUnavailable, 0, Run, false},
+	{CodeChainStepFailed, 0, Run, true},
+	{CodeChainForEachInvalid, 0, Run, true},
 }
 
 // StatusClientClosedRequest is the status of an answer to a caller that went away
