@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -644,33 +643,3 @@ func TestExecutorGPU(t *testing.T) {
 	require.Equal(t, 42.0, g["utilization_gpu_pct"])
 }
 
-// TestChainStepReportsToCoordinator finishes a run that is a chain step and finds its
-// report on the durable coordinator queue.
-func TestChainStepReportsToCoordinator(t *testing.T) {
-	t.Parallel()
-	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true}})
-	jobID := b.dispatch(t, "demo_llm", map[string]any{"prompt": "Hello"})
-	ctx := context.Background()
-	var chainID string
-	require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO chains (org_id, trace_id, job_type, status, definition)
-		VALUES ($1, gen_random_uuid(), 'demo_chain', 'running', '{}') RETURNING id`, b.orgID).Scan(&chainID))
-	_, err := b.pool.Exec(ctx, `UPDATE runs SET chain_id = $2, chain_step = 'summarise' WHERE id = $1`, jobID, chainID)
-	require.NoError(t, err)
-	b.StartExecutor()
-	r := b.WaitStatus(jobID, 30*time.Second, "completed", "failed")
-	require.Equal(t, "completed", r["status"], "%v", r)
-
-	insp := asynq.NewInspector(b.asynq)
-	defer insp.Close()
-	var info *asynq.TaskInfo
-	waitFor(t, 10*time.Second, "the step report", func() bool {
-		info, err = insp.GetTaskInfo(queue.Coordinator, "step_done:"+jobID)
-		return err == nil
-	})
-	var done queue.StepDone
-	require.NoError(t, json.Unmarshal(info.Payload, &done))
-	require.Equal(t, chainID, done.ChainID)
-	require.Equal(t, "summarise", done.Step)
-	require.Equal(t, run.Completed, done.Status)
-	require.True(t, bytes.Contains(done.Output, []byte("content")))
-}

@@ -31,6 +31,10 @@ const (
 	TypeRun = "run:execute"
 	// TypeStepDone reports a chain step's end to the coordinator; the payload is a StepDone.
 	TypeStepDone = "chain:step_done"
+	// TypeChainStart starts a dispatched chain (its roots); TypeChainTimeout ends a chain
+	// whose deadline passed. Both carry a ChainTask.
+	TypeChainStart   = "chain:start"
+	TypeChainTimeout = "chain:timeout"
 )
 
 // Coordinator is the asynq queue through which executors report chain-step completions.
@@ -156,6 +160,32 @@ func NewStepDoneTask(d StepDone) (*asynq.Task, error) {
 	}
 	return asynq.NewTask(TypeStepDone, payload,
 		asynq.TaskID("step_done:"+d.RunID), asynq.Queue(Coordinator), asynq.MaxRetry(25)), nil
+}
+
+// ChainTask is the payload of TypeChainStart and TypeChainTimeout.
+type ChainTask struct {
+	ChainID string `json:"chain_id"`
+}
+
+// NewChainStartTask builds the coordinator task that starts a chain. The task id makes a
+// repeated start (the reconciler's, an approval retried) a no-op while one is held.
+func NewChainStartTask(chainID string) (*asynq.Task, error) {
+	payload, err := json.Marshal(ChainTask{ChainID: chainID})
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewTask(TypeChainStart, payload,
+		asynq.TaskID("chain_start:"+chainID), asynq.Queue(Coordinator), asynq.MaxRetry(25)), nil
+}
+
+// NewChainTimeoutTask builds the coordinator task that times a chain out at its deadline.
+func NewChainTimeoutTask(chainID string, at time.Time) (*asynq.Task, error) {
+	payload, err := json.Marshal(ChainTask{ChainID: chainID})
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewTask(TypeChainTimeout, payload, asynq.TaskID("chain_timeout:"+chainID),
+		asynq.Queue(Coordinator), asynq.MaxRetry(25), asynq.ProcessAt(at)), nil
 }
 
 // ForgetQueues empties asynq's set of queues, as Redis losing its data does while asynq's

@@ -82,8 +82,12 @@ func TierNames(name string) []string { return slices.Sorted(maps.Keys(Tiers(name
 
 // Register makes the named queue's tiers wait when idle, once their announcements are
 // followed. Registering again is harmless.
-func (w *Wakeup) Register(name string) {
-	tiers := TierNames(name)
+func (w *Wakeup) Register(name string) { w.register(TierNames(name)) }
+
+// RegisterQueue is Register for one asynq queue without priority tiers: the coordinator's.
+func (w *Wakeup) RegisterQueue(asynqQueue string) { w.register([]string{asynqQueue}) }
+
+func (w *Wakeup) register(tiers []string) {
 	w.mu.Lock()
 	if w.byTier[tiers[0]] != nil {
 		w.mu.Unlock()

@@ -38,6 +38,9 @@ type NewRun struct {
 	CostCeilingUSD      *float64
 	Deadline            *time.Time
 	BatchID             string
+	// ChainID and ChainStep make the run a chain's: its parent run (no step) or one of its
+	// steps ("step", or "step[i]" for a for_each instance).
+	ChainID, ChainStep string
 }
 
 // RunBatch collects new runs for one insert statement: the dispatcher writes every run
@@ -73,6 +76,7 @@ func (rb *RunBatch) Queue(b *pgx.Batch) {
 	skillID, idempotencyKey, batchID := make([]*string, n), make([]*string, n), make([]*string, n)
 	skillVersion, auditFlagged := make([]int32, n), make([]bool, n)
 	costCeiling, deadline := make([]*float64, n), make([]*time.Time, n)
+	chainID, chainStep := make([]*string, n), make([]*string, n)
 	for i, r := range rb.runs {
 		if r.HoldReasons == nil {
 			r.HoldReasons = json.RawMessage("[]")
@@ -87,10 +91,11 @@ func (rb *RunBatch) Queue(b *pgx.Batch) {
 		skillID[i], idempotencyKey[i], batchID[i] = optional(r.SkillID), optional(r.IdempotencyKey), optional(r.BatchID)
 		skillVersion[i], auditFlagged[i] = int32(r.SkillVersion), r.AuditFlagged
 		costCeiling[i], deadline[i] = r.CostCeilingUSD, r.Deadline
+		chainID[i], chainStep[i] = optional(r.ChainID), optional(r.ChainStep)
 	}
 	b.Queue(insertRunsSQL, id, orgID, traceID, jobType, skillID, skillVersion, snapshot, executionType, queue,
 		priority, status, userID, payload, metadata, callbackURL, idempotencyKey, holdReasons, auditFlagged,
-		costCeiling, deadline, batchID,
+		costCeiling, deadline, batchID, chainID, chainStep,
 	).Exec(func(tag pgconn.CommandTag) error {
 		rb.written = int(tag.RowsAffected()) + 1
 		return nil
@@ -251,6 +256,7 @@ func nullUUID(s string) any {
 // EnqueueInfo is what re-enqueueing a run needs.
 type EnqueueInfo struct {
 	ID, OrgID, Queue, Priority string
+	ExecutionType, ChainID     string
 	TimeoutSeconds             int
 	MaxRetries                 int
 }
@@ -259,7 +265,7 @@ type EnqueueInfo struct {
 func (s *Store) GetEnqueueInfo(ctx context.Context, id string) (EnqueueInfo, error) {
 	var e EnqueueInfo
 	err := s.db.QueryRow(ctx, enqueueInfoSQL, id).
-		Scan(&e.ID, &e.OrgID, &e.Queue, &e.Priority, &e.TimeoutSeconds, &e.MaxRetries)
+		Scan(&e.ID, &e.OrgID, &e.Queue, &e.Priority, &e.ExecutionType, &e.ChainID, &e.TimeoutSeconds, &e.MaxRetries)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}

@@ -101,4 +101,34 @@ var (
 
 	//go:embed sql/stranded.sql
 	strandedSQL string
+
+	//go:embed sql/insert_chain.sql
+	insertChainSQL string
+
+	//go:embed sql/lock_chain.sql
+	lockChainSQL string
+
+	//go:embed sql/chain_steps.sql
+	chainStepsSQL string
+
+	//go:embed sql/save_chain_steps.sql
+	saveChainStepsSQL string
+
+	//go:embed sql/update_chain.sql
+	updateChainSQL string
+
+	//go:embed sql/step_run_end.sql
+	stepRunEndSQL string
+
+	//go:embed sql/get_chain.sql
+	getChainSQL string
+
+	//go:embed sql/list_chains.sql
+	listChainsSQL string
+
+	//go:embed sql/chains_to_repair.sql
+	chainsToRepairSQL string
+
+	//go:embed sql/delete_chain.sql
+	deleteChainSQL string
 )

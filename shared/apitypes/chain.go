@@ -83,7 +83,7 @@ type ChainSummary struct {
 
 // ChainList is the answer of GET /api/v1/chains; NextCursor pages on.
 type ChainList struct {
-	Chains     []ChainSummary `json:"chains"`
+	Items      []ChainSummary `json:"items"`
 	NextCursor string         `json:"nextCursor,omitempty"`
 }
 

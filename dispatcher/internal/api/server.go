@@ -67,6 +67,10 @@ func (s *Server) Handler() *echo.Echo {
 	v1.POST("/dispatch/:id/approve", s.approve, require(auth.RoleApprove))
 	v1.POST("/dispatch/:id/reject", s.reject, require(auth.RoleApprove))
 	v1.GET("/reviews", s.reviews, require(auth.RoleApprove))
+	v1.GET("/chains", s.listChains, readers)
+	v1.GET("/chains/:id", s.getChain, readers)
+	v1.POST("/chains/:id/cancel", s.cancelChain, require(auth.RoleDispatch))
+	v1.POST("/chains/:id/rerun", s.rerunChain, require(auth.RoleDispatch))
 
 	anyRole := require(auth.AllRoles...)
 	v1.GET("/skills", s.listSkills, anyRole)

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/api"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/callback"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/governance"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/queueinfo"
@@ -43,6 +45,9 @@ type Options struct {
 	ReconcileEvery, ReconcileGrace, CallbackEvery time.Duration
 	// Resolver, when set, replaces DNS for callback checks (tests).
 	Resolver netguard.Resolver
+	// CoordinatorConcurrency is how many chain transitions run at once (of different
+	// chains: one chain's are serialised by its lock); default 8.
+	CoordinatorConcurrency int
 }
 
 // App is a running dispatcher's components.
@@ -52,8 +57,11 @@ type App struct {
 	Queues     *queueinfo.Tracker
 	Reconciler *reconcile.Reconciler
 	Callbacks  *callback.Sender
+	// Coordinator runs chains; it consumes the coordinator queue.
+	Coordinator *chain.Coordinator
 
-	client    *queue.Client
+	coordinator *coordinatorServer
+	client      *queue.Client
 	batch     *batchQueue
 	inspector *asynq.Inspector
 	events    *event.Background
@@ -81,12 +89,16 @@ func New(o Options) *App {
 	if batch != nil {
 		svc.BatchQueue = batch.client
 	}
+	coord := &chain.Coordinator{DB: o.DB, Pipeline: svc, Events: events, Canceller: inspector, Log: o.Log}
+	svc.Chains = coord
 	return &App{
+		Coordinator: coord,
+		coordinator: newCoordinatorServer(o.Asynq, coord, cmp.Or(o.CoordinatorConcurrency, 8), o.Log),
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
 			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
 		Registry: reg,
 		Queues:   tracker,
-		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Log: o.Log,
+		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Chains: coord, Log: o.Log,
 			Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
 		Callbacks: &callback.Sender{DB: o.DB, Log: o.Log, Every: o.CallbackEvery, Resolver: o.Resolver},
 		client:    client, batch: batch, inspector: inspector, events: events, notifier: notifier,
@@ -103,6 +115,9 @@ func (a *App) Start(ctx context.Context) {
 		a.Server.Log.Warn("registry notifications not followed yet; the cache is bypassed until they are", "error", err)
 	}
 	a.Queues.Start(ctx)
+	if err := a.coordinator.start(ctx); err != nil {
+		a.Server.Log.Error("the chain coordinator did not start; chains wait until the dispatcher restarts", "error", err)
+	}
 	a.Reconciler.Start(ctx)
 	a.Callbacks.Start(ctx)
 }
@@ -113,6 +128,7 @@ func (a *App) Stop() {
 	a.Server.CloseLive() // WebSocket clients: hijacked, so http.Server.Shutdown leaves them open
 	a.Callbacks.Stop()
 	a.Reconciler.Stop()
+	a.coordinator.stop()
 	a.events.Close() // what the stopped components journaled is published before Redis closes
 	a.Queues.Stop()
 	a.Registry.Stop()

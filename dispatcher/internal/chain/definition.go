@@ -44,7 +44,8 @@ type Step struct {
 	// is skipped.
 	Condition      *Condition `json:"condition,omitempty"`
 	TimeoutSeconds int        `json:"timeout_seconds,omitempty"`
-	// ForEach fans the step out: one instance per item of "<parent>.output.<list path>",
+	// ForEach fans the step out: one instance per item of "<parent>.output.<list path>"
+	// (or of "input.<list path>", a list in the chain's input),
 	// at most MaxItems (required with ForEach); the join waits for every instance.
 	ForEach  string `json:"for_each,omitempty"`
 	MaxItems int    `json:"max_items,omitempty"`
@@ -201,7 +202,9 @@ func (v *validator) checkStep(i int) {
 		}
 	}
 	if s.ForEach != "" {
-		v.checkParentRef(at+".for_each", s.ForEach, parents)
+		if path, ok := strings.CutPrefix(s.ForEach, "input."); !ok || path == "" {
+			v.checkParentRef(at+".for_each", s.ForEach, parents)
+		}
 		if s.MaxItems < 1 || s.MaxItems > MaxFanOut {
 			v.add(at+".max_items", "range", "max_items %d: a for_each step needs 1 to %d — the most instances it may become", s.MaxItems, MaxFanOut)
 		}

@@ -68,6 +68,7 @@ func (r *StepRow) Label() string {
 // State is a chain as the coordinator loaded it under the chain's lock.
 type State struct {
 	ID, OrgID, ParentRunID, JobType string
+	TraceID, UserID, Priority       string
 	Status                          string
 	Input                           json.RawMessage
 	Def                             *Definition
@@ -363,19 +364,11 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 		}
 		return []string{w.Label()}, nil
 	}
-	parent, path := field(s.ForEach)
-	p := e.whole(parent)
-	var list []any
-	if p.Status == Completed {
-		out, _ := decode(p.Output)
-		v, ok := lookup(out, path)
-		l, isList := v.([]any)
-		if !ok || !isList {
-			e.end(w, Failed, nil, errJSON(apierr.CodeChainForEachInvalid,
-				fmt.Sprintf("for_each %q is not a list in step %q's output", s.ForEach, parent), map[string]any{"for_each": s.ForEach}), "")
-			return nil, e.afterFailure(w)
-		}
-		list = l
+	list, ok := e.forEachList(s)
+	if !ok {
+		e.end(w, Failed, nil, errJSON(apierr.CodeChainForEachInvalid,
+			fmt.Sprintf("for_each %q is not a list", s.ForEach), map[string]any{"for_each": s.ForEach}), "")
+		return nil, e.afterFailure(w)
 	}
 	if len(list) > s.MaxItems {
 		e.end(w, Failed, nil, errJSON(apierr.CodeChainForEachInvalid,
@@ -401,6 +394,27 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 	}
 	e.Hooks.Event(event.ChainFork, map[string]any{"trigger": s.StepID, "forked": labels, "forEach": s.ForEach})
 	return labels, nil
+}
+
+// forEachList reads the list a for_each step fans out over: from the chain's input
+// ("input.<path>") or a parent's output ("<parent>.output.<path>"; a parent that did not
+// complete gives an empty list). ok is false when the value there is not a list.
+func (e *Engine) forEachList(s *Step) (list []any, ok bool) {
+	var v any
+	if path, fromInput := strings.CutPrefix(s.ForEach, "input."); fromInput {
+		in, _ := decode(e.S.Input)
+		v, _ = lookup(in, path)
+	} else {
+		parent, path := field(s.ForEach)
+		p := e.whole(parent)
+		if p.Status != Completed {
+			return nil, true
+		}
+		out, _ := decode(p.Output)
+		v, _ = lookup(out, path)
+	}
+	list, ok = v.([]any)
+	return list, ok
 }
 
 // afterFailure applies the failure policy to a step that failed before it ran. The
@@ -481,11 +495,8 @@ func (e *Engine) payload(s *Step, instance int) (json.RawMessage, error) {
 	input, _ := decode(e.S.Input)
 	sc := scope{input: input}
 	if instance != Whole {
-		parent, path := field(s.ForEach)
-		out, _ := decode(e.whole(parent).Output)
-		list, _ := lookup(out, path)
-		if l, ok := list.([]any); ok && instance < len(l) {
-			sc.item = l[instance]
+		if list, _ := e.forEachList(s); instance < len(list) {
+			sc.item = list[instance]
 		}
 		sc.index = &instance
 	}
@@ -709,3 +720,41 @@ func nonNil(s []string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// StepRequest is a step's dispatch as the coordinator asks the pipeline for it.
+type StepRequest struct {
+	OrgID, ChainID string
+	// Label is the run's chain_step: "step", or "step[i]" for a for_each instance.
+	Label, TraceID, ParentSpanID string
+	UserID, Priority             string
+	JobType                      string
+	Payload                      json.RawMessage
+	TimeoutSeconds               int
+}
+
+// RootPayloads returns the payload each root step (of the steps not in skip) would be
+// dispatched with — for a for_each root, its first instance's; none when its list is
+// empty — so that a dispatch can govern the roots before anything is written.
+func RootPayloads(def *Definition, input json.RawMessage, skip map[string]bool) (map[string]json.RawMessage, error) {
+	e := &Engine{S: &State{Def: def, Input: input}}
+	out := map[string]json.RawMessage{}
+	for i := range def.Steps {
+		s := &def.Steps[i]
+		if len(s.DependsOn) > 0 || skip[s.StepID] {
+			continue
+		}
+		instance := Whole
+		if s.ForEach != "" {
+			if list, _ := e.forEachList(s); len(list) == 0 {
+				continue
+			}
+			instance = 0
+		}
+		p, err := e.payload(s, instance)
+		if err != nil {
+			return nil, err
+		}
+		out[s.StepID] = p
+	}
+	return out, nil
+}

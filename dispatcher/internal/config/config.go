@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -24,6 +25,13 @@ type Config struct {
 	TaskRetention time.Duration
 	// ShutdownGrace is how long in-flight requests may take after SIGTERM; default 10s.
 	ShutdownGrace time.Duration
+	// ReconcileEvery and ReconcileGrace are SWITCHYARD_RECONCILE_EVERY (default 5s) and
+	// SWITCHYARD_RECONCILE_GRACE (default 10s): how often the reconciler scans, and how long
+	// a run or chain must have been left alone before it repairs it.
+	ReconcileEvery, ReconcileGrace time.Duration
+	// CoordinatorConcurrency is SWITCHYARD_COORDINATOR_CONCURRENCY, how many chain
+	// transitions run at once; default 8.
+	CoordinatorConcurrency int
 }
 
 // FromEnv reads the configuration.
@@ -41,6 +49,22 @@ func FromEnv() (Config, error) {
 		return c, fmt.Errorf("SWITCHYARD_TASK_RETENTION: %q is not a duration like 2m", retention)
 	}
 	c.TaskRetention = d
+	for _, e := range []struct {
+		name, def string
+		dst       *time.Duration
+	}{{"SWITCHYARD_RECONCILE_EVERY", "5s", &c.ReconcileEvery}, {"SWITCHYARD_RECONCILE_GRACE", "10s", &c.ReconcileGrace}} {
+		v := cmp.Or(os.Getenv(e.name), e.def)
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("%s: %q is not a positive duration like %s", e.name, v, e.def)
+		}
+		*e.dst = d
+	}
+	n, err := strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_COORDINATOR_CONCURRENCY"), "8"))
+	if err != nil || n < 1 || n > 1000 {
+		return c, fmt.Errorf("SWITCHYARD_COORDINATOR_CONCURRENCY: want a number from 1 to 1000")
+	}
+	c.CoordinatorConcurrency = n
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required (e.g. postgres://postgres@127.0.0.1:25432/switchyard)")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -150,6 +151,11 @@ func (s *Service) governItems(ctx context.Context, p auth.Principal, org store.O
 	for i := range items {
 		if it := &items[i]; it.open() {
 			it.job, it.err = s.govern(ctx, p, org, it.req)
+			if it.err == nil && it.job.sk.ExecutionType == string(run.Chain) {
+				it.job, it.err = nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeUnsupportedExecutionType,
+					fmt.Sprintf("Job type %q is a chain; a batch holds single jobs, and chains are dispatched one at a time.", it.req.JobType),
+					"POST each chain to /api/v1/dispatch on its own.").With("job_type", it.req.JobType)
+			}
 		}
 	}
 	claimKeys(items)

@@ -114,6 +114,8 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 		if err := s.Requeue(ctx, id); err != nil {
 			s.Log.Warn("enqueueing approved run; the reconciler will retry", "job_id", id, "error", err)
 		}
+	} else {
+		s.chainRunEnded(ctx, r)
 	}
 	if err := s.Events.Publish(ctx, envs...); err != nil {
 		s.Log.Warn("publishing review events", "job_id", id, "error", err)
@@ -126,6 +128,10 @@ func (s *Service) Requeue(ctx context.Context, id string) error {
 	e, err := s.runs().GetEnqueueInfo(ctx, id)
 	if err != nil {
 		return err
+	}
+	if e.ExecutionType == string(run.Chain) {
+		// A chain's parent run has no task of its own: the coordinator starts the chain.
+		return s.startChain(ctx, e.ChainID)
 	}
 	return s.enqueue(ctx, s.Queue, e.OrgID, e.ID, e.Queue, run.Priority(e.Priority),
 		time.Duration(e.TimeoutSeconds)*time.Second, e.MaxRetries)
@@ -144,6 +150,12 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 	switch st := run.Status(r.Status); {
 	case st.Terminal():
 		return ControlResult{}, conflict(apierr.CodeJobAlreadyFinished, "The job has already finished.", r)
+	case isChainParent(r) && s.Chains != nil:
+		status, err := s.Chains.Cancel(ctx, p.OrgID, r.ChainID, p.Actor())
+		if err != nil {
+			return ControlResult{}, err
+		}
+		return ControlResult{JobID: id, Status: run.Status(status)}, nil
 	case st == run.Running:
 		ok, err := s.runs().RequestCancel(ctx, p.OrgID, id)
 		if err != nil {
@@ -190,5 +202,34 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string, c Can
 	if err := s.Events.Publish(ctx, env); err != nil {
 		s.Log.Warn("publishing cancel event", "job_id", id, "error", err)
 	}
+	s.chainRunEnded(ctx, r)
 	return ControlResult{JobID: id, Status: run.Cancelled}, nil
+}
+
+// chainRunEnded tells the coordinator that a chain's run ended here rather than in an
+// executor: a step rejected or cancelled while held or queued (its end is reported), or a
+// chain's parent run (the chain is cancelled). A lost report is repaired by the reconciler.
+func (s *Service) chainRunEnded(ctx context.Context, r runstore.Run) {
+	ctx = context.WithoutCancel(ctx)
+	switch {
+	case r.ChainID == "":
+	case isChainParent(r):
+		if s.Chains == nil {
+			return
+		}
+		if _, err := s.Chains.Cancel(ctx, r.OrgID, r.ChainID, "its parent run's end"); err != nil {
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || ae.Code != apierr.CodeChainAlreadyFinished {
+				s.Log.Warn("cancelling the chain of an ended parent run; the reconciler will retry", "chain_id", r.ChainID, "error", err)
+			}
+		}
+	default:
+		task, err := queue.NewStepDoneTask(queue.StepDone{ChainID: r.ChainID, Step: r.ChainStep, RunID: r.JobID, OrgID: r.OrgID})
+		if err == nil {
+			_, err = s.Queue.EnqueueContext(ctx, task)
+		}
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			s.Log.Warn("reporting a chain step's end; the reconciler will retry", "job_id", r.JobID, "error", err)
+		}
+	}
 }

@@ -48,7 +48,10 @@ type job struct {
 	verdict  governance.Result
 
 	runID, traceID string
-	rows           rows
+	// chainID and chainStep make the run a chain's (its parent: no step); parentSpan is
+	// the chain_step span its tree hangs under.
+	chainID, chainStep, parentSpan string
+	rows                           rows
 	event          *event.Envelope
 }
 
@@ -62,7 +65,7 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, org store.Org, r
 	if err != nil {
 		return nil, dbError(err)
 	}
-	if !run.ExecutionType(sk.ExecutionType).Runnable() {
+	if et := run.ExecutionType(sk.ExecutionType); !et.Runnable() && et != run.Chain {
 		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeUnsupportedExecutionType,
 			fmt.Sprintf("The skill bound to %q has execution type %q, which this version of the platform does not run yet; nothing was accepted.",
 				req.JobType, sk.ExecutionType),
@@ -101,7 +104,10 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, org store.Org, r
 // write stores first (once per version and process).
 func (j *job) build() error {
 	req, sk, verdict := j.req, j.sk, j.verdict
-	j.runID, j.traceID = ids.New(), ids.New()
+	j.runID = ids.New()
+	if j.traceID == "" {
+		j.traceID = ids.New()
+	}
 	var metadata json.RawMessage
 	if req.Metadata != nil {
 		metadata, _ = json.Marshal(req.Metadata)
@@ -112,8 +118,8 @@ func (j *job) build() error {
 	}
 	// The dispatch span is the root of the run's tree and has the run's id, so every later
 	// span can name it as parent without looking it up.
-	root := span.Start(j.runID, j.orgID, j.traceID, "", span.Dispatch, "dispatch "+req.JobType)
-	root.ID = j.runID
+	root := span.Start(j.runID, j.orgID, j.traceID, j.parentSpan, span.Dispatch, "dispatch "+req.JobType)
+	root.ID, root.ChainID = j.runID, j.chainID
 	root.StartedAt = j.started
 	root.Set("job_type", req.JobType).Set("skill_version", sk.Version).Set("queue", sk.Queue).
 		Set("priority", string(j.priority)).Set("caller", j.caller)
@@ -128,8 +134,11 @@ func (j *job) build() error {
 		Queue: sk.Queue, Priority: string(j.priority), Status: string(j.status), UserID: req.UserID,
 		Payload: req.Payload, Metadata: metadata, CallbackURL: req.CallbackURL,
 		IdempotencyKey: req.IdempotencyKey, CostCeilingUSD: sk.CostCeilingUSD, HoldReasons: reasons,
-		AuditFlagged: verdict.AuditFlagged, BatchID: j.batchID,
+		AuditFlagged: verdict.AuditFlagged, BatchID: j.batchID, ChainID: j.chainID, ChainStep: j.chainStep,
 	})
+	if j.chainStep != "" {
+		root.Set("chain_id", j.chainID).Set("chain_step", j.chainStep)
+	}
 	if err := w.spans.Add(root.End(span.OK)); err != nil {
 		return err
 	}
@@ -138,6 +147,7 @@ func (j *job) build() error {
 	// of small writes.
 	if len(verdict.Checks) > 0 {
 		gs := span.Start(j.runID, j.orgID, j.traceID, j.runID, span.GovernanceCheck, "governance")
+		gs.ChainID = j.chainID
 		gs.StartedAt = j.started
 		checks := make([]map[string]any, 0, len(verdict.Checks))
 		outcome := "pass"

@@ -61,6 +61,8 @@ type Service struct {
 	Resolver netguard.Resolver
 	// Redis, when set, lets enqueue register a queue again after Redis lost its data.
 	Redis redis.UniversalClient
+	// Chains cancels a chain when its parent run is cancelled or rejected (the coordinator).
+	Chains ChainControl
 	// BatchQueue enqueues the tasks of batches, many at once: an asynq client over go-redis's
 	// autopipeliner, so that the concurrent enqueues of a batch share round trips. Default
 	// Queue.
@@ -122,6 +124,8 @@ type Result struct {
 	AuditFlagged     bool                `json:"auditFlagged"`
 	// Duplicate is true when the idempotency key matched an earlier job, which is returned.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// ChainID is set when the job type is a chain skill: JobID is then the chain's parent run.
+	ChainID string `json:"chainId,omitempty"`
 }
 
 // Options adjust one dispatch.
@@ -158,6 +162,10 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 	j, err := s.govern(ctx, p, org, req)
 	if err != nil {
 		return Result{}, err
+	}
+	if j.sk.ExecutionType == string(run.Chain) {
+		j.batchID, j.started = opts.BatchID, started
+		return s.dispatchChain(ctx, p, org, j, nil)
 	}
 	if j.status == run.Queued {
 		if err := s.backlog.admit(ctx, s.runs(), org, 1); err != nil {

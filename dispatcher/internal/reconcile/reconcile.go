@@ -36,12 +36,21 @@ type TaskLookup interface {
 	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
 }
 
+// Chains is the chain coordinator, told again what it missed.
+type Chains interface {
+	Start(ctx context.Context, chainID string) error
+	StepDone(ctx context.Context, runID string) error
+	Timeout(ctx context.Context, chainID string) error
+}
+
 // Reconciler scans for stranded runs.
 type Reconciler struct {
 	DB       *pgxpool.Pool
 	Tasks    TaskLookup
 	Requeuer Requeuer
-	Log      *slog.Logger
+	// Chains, when set, is told of chains whose start, step ends or deadline it missed.
+	Chains Chains
+	Log    *slog.Logger
 	// Every is the scan interval; default 5s. Grace is how old a run's last update must be
 	// before it is checked, so the dispatch path's own enqueue is never raced; default 10s.
 	Every, Grace time.Duration
@@ -66,20 +75,24 @@ func (r *Reconciler) Start(ctx context.Context) {
 // Stop ends the scans.
 func (r *Reconciler) Stop() { r.loop.Stop() }
 
-// Once runs one scan and returns how many runs it re-enqueued.
+// Once runs one scan and returns how many runs it re-enqueued and chains it repaired.
 func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	grace := r.Grace
 	if grace == 0 {
 		grace = 10 * time.Second
 	}
 	var cands []runstore.Stranded
+	var repairs []runstore.ChainRepair
 	err := pgx.BeginFunc(ctx, r.DB, func(tx pgx.Tx) error {
 		var got bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey).Scan(&got); err != nil || !got {
 			return err
 		}
 		var err error
-		cands, err = runstore.New(tx).StrandedRuns(ctx, grace)
+		if cands, err = runstore.New(tx).StrandedRuns(ctx, grace); err != nil || r.Chains == nil {
+			return err
+		}
+		repairs, err = runstore.New(tx).ChainsToRepair(ctx, grace)
 		return err
 	})
 	if err != nil {
@@ -89,6 +102,26 @@ func (r *Reconciler) Once(ctx context.Context) (int, error) {
 	// the failures are reported together.
 	n := 0
 	var errs []error
+	for _, c := range repairs {
+		if ctx.Err() != nil {
+			break
+		}
+		var err error
+		switch c.Kind {
+		case "step_done":
+			err = r.Chains.StepDone(ctx, c.RunID)
+		case "timeout":
+			err = r.Chains.Timeout(ctx, c.ChainID)
+		case "start":
+			err = r.Chains.Start(ctx, c.ChainID)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("chain %s: %s: %w", c.ChainID, c.Kind, err))
+			continue
+		}
+		r.Log.Warn("chain repaired: the coordinator had missed it", "chain_id", c.ChainID, "kind", c.Kind, "job_id", c.RunID)
+		n++
+	}
 	for _, c := range cands {
 		if ctx.Err() != nil {
 			break

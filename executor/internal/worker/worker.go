@@ -309,7 +309,7 @@ func (w *Worker) newServer(s spec, concurrency int) (*asynq.Server, redis.Univer
 		ShutdownTimeout:          w.opts.ShutdownTimeout,
 		RetryDelayFunc:           backoff,
 		IsFailure:                isFailure,
-		Logger:                   asynqLogger{log},
+		Logger:                   queue.Logger(log),
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			if !isFailure(err) {
 				return // the runner logged the park
@@ -365,15 +365,6 @@ func (w *Worker) follow(ctx context.Context) {
 		}
 	}
 }
-
-// asynqLogger adapts slog to asynq's logger.
-type asynqLogger struct{ l *slog.Logger }
-
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
-func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
 
 // recoverOnce requeues the tasks of dead workers; Start runs it every RecoverInterval.
 func (w *Worker) recoverOnce(ctx context.Context) {
