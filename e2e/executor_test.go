@@ -642,4 +642,3 @@ func TestExecutorGPU(t *testing.T) {
 	require.Equal(t, "Fake A100", g["name"])
 	require.Equal(t, 42.0, g["utilization_gpu_pct"])
 }
-

@@ -62,10 +62,10 @@ type App struct {
 
 	coordinator *coordinatorServer
 	client      *queue.Client
-	batch     *batchQueue
-	inspector *asynq.Inspector
-	events    *event.Background
-	notifier  *postgres.Notifier
+	batch       *batchQueue
+	inspector   *asynq.Inspector
+	events      *event.Background
+	notifier    *postgres.Notifier
 }
 
 // New builds the dispatcher; call Start.

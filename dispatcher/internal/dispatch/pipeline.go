@@ -52,7 +52,7 @@ type job struct {
 	// the chain_step span its tree hangs under.
 	chainID, chainStep, parentSpan string
 	rows                           rows
-	event          *event.Envelope
+	event                          *event.Envelope
 }
 
 // govern resolves the job's skill and queue and runs the governance checks (residency,
