@@ -455,3 +455,22 @@ func (b *execBundle) otherOrgKey(t *testing.T) string {
 	require.NoError(t, err)
 	return strings.TrimSpace(string(key))
 }
+
+// TestCatalogueChains runs the README's chains from skills/: demo_research (its
+// regulation branch skipped by its condition) and demo_audit (its critical step approved).
+func TestCatalogueChains(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	chainID, jobID := b.dispatchChain(t, "demo_research", map[string]any{"topic": "otters"})
+	c := b.waitChain(t, chainID, time.Minute, "completed", "failed")
+	require.Equal(t, "completed", c["status"], "%v", c)
+	require.Equal(t, "skipped", step(c, "regulation")["status"])
+	b.WaitStatus(jobID, 10*time.Second, "completed")
+
+	chainID, _ = b.dispatchChain(t, "demo_audit", map[string]any{"system": "billing"})
+	fix := b.waitStep(t, chainID, "remediate", time.Minute, "held_for_review")
+	code, res := b.Do(http.MethodPost, "/api/v1/dispatch/"+fix["jobId"].(string)+"/approve", map[string]any{"reason": "ok"})
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	c = b.waitChain(t, chainID, time.Minute, "completed", "failed")
+	require.Equal(t, "completed", c["status"], "%v", c)
+}

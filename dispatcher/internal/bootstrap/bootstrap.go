@@ -4,6 +4,8 @@
 package bootstrap
 
 import (
+	"strings"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +13,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/tool"
 )
@@ -174,6 +176,24 @@ func LoadSkills(ctx context.Context, db skill.DB, orgID, dir, by string) (map[st
 	skills, err := skill.LoadDir(dir)
 	if err != nil {
 		return nil, err
+	}
+	// A chain's steps must name skills of the catalogue: checked before anything is put,
+	// as the API checks a chain skill when it is saved.
+	known := map[string]bool{}
+	for _, s := range skills {
+		known[s.JobType] = s.ExecutionType != "chain"
+	}
+	for _, s := range skills {
+		if s.ExecutionType != "chain" {
+			continue
+		}
+		if _, errs := chain.Parse(s.Chain, func(jobType string) bool { return known[jobType] }); errs != nil {
+			msgs := make([]string, len(errs))
+			for i, e := range errs {
+				msgs[i] = e.Field + ": " + e.Message
+			}
+			return nil, fmt.Errorf("skill %s: %s", s.JobType, strings.Join(msgs, "; "))
+		}
 	}
 	actions := make(map[string]skill.Action, len(skills))
 	for _, s := range skills {
