@@ -52,8 +52,11 @@ func (c *coordinatorServer) start(ctx context.Context) error {
 		c.wake.Follow(ctx, sub)
 	}()
 	c.srv = asynq.NewServerFromRedisClient(client, asynq.Config{
-		Concurrency:              c.concurrency,
-		Queues:                   map[string]int{queue.Coordinator: 1},
+		Concurrency: c.concurrency,
+		Queues:      map[string]int{queue.Coordinator: 1},
+		// Idle, the dequeue waits for an announced push (the wake-up); this is only the
+		// pause after a look that found nothing, as the executor's.
+		TaskCheckInterval:        5 * time.Millisecond,
 		DelayedTaskCheckInterval: 500 * time.Millisecond,
 		ShutdownTimeout:          10 * time.Second,
 		RetryDelayFunc: func(n int, _ error, _ *asynq.Task) time.Duration {
