@@ -161,14 +161,14 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int) error {
 	fmt.Printf("coordbench: %d chains of %d sequential steps, %d in flight; the bench plays the executor\n", n, steps, chains)
 	fmt.Printf("transitions: %d in %.1f s = %.0f/s\n", transitions, elapsed.Seconds(), float64(transitions)/elapsed.Seconds())
 	fmt.Printf("dispatcher CPU: %.0f ms = %.3f ms per transition (machine busy %.0f%%)\n",
-		float64((cpu1-cpu0).Milliseconds()), float64((cpu1-cpu0).Microseconds())/1000/float64(transitions),
+		float64((cpu1 - cpu0).Milliseconds()), float64((cpu1-cpu0).Microseconds())/1000/float64(transitions),
 		usage.Busy*100)
 	fmt.Printf("coordinator hand-off (step run finished_at → next step run created_at): p50 %.2f ms, p99 %.2f ms, n %d\n",
 		ms(hs.P50), ms(hs.P99), hs.N)
 	out, _ := json.Marshal(map[string]any{"chains": n, "steps": steps, "in_flight": chains,
-		"transitions_per_s": float64(transitions) / elapsed.Seconds(),
-		"cpu_ms_per_transition": float64((cpu1-cpu0).Microseconds()) / 1000 / float64(transitions),
-		"handoff_p50_ms": ms(hs.P50), "handoff_p99_ms": ms(hs.P99)})
+		"transitions_per_s":     float64(transitions) / elapsed.Seconds(),
+		"cpu_ms_per_transition": float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(transitions),
+		"handoff_p50_ms":        ms(hs.P50), "handoff_p99_ms": ms(hs.P99)})
 	fmt.Println(string(out))
 	return nil
 }
