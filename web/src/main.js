@@ -1,5 +1,5 @@
 // Switchyard's browser UI: sign-in, live dashboard with span trees, skill bindings and the
-// review queue. Hash routes (#/runs, #/runs/<id>, #/skills, #/skills/<job_type>, #/reviews)
+// review queue. Hash routes (#/runs, #/runs/<id>, #/chains/<id>, #/skills, #/skills/<job_type>, #/reviews)
 // so the dispatcher serves one index.html.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -8,6 +8,7 @@ import { html, Loading } from './ui.js';
 import { SignIn } from './pages/signin.js';
 import { Runs } from './pages/runs.js';
 import { RunView } from './pages/run.js';
+import { ChainView } from './pages/chain.js';
 import { Skills, SkillEdit } from './pages/skills.js';
 import { Reviews } from './pages/reviews.js';
 import './style.css';
@@ -35,6 +36,7 @@ function App() {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   let page;
   if (parts[0] === 'runs' && parts[1]) page = html`<${RunView} id=${parts[1]} key=${parts[1]} />`;
+  else if (parts[0] === 'chains' && parts[1]) page = html`<${ChainView} chainId=${parts[1]} key=${parts[1]} />`;
   else if (parts[0] === 'skills' && parts[1]) page = html`<${SkillEdit} jobType=${parts[1]} key=${parts[1]} me=${me} />`;
   else if (parts[0] === 'skills') page = html`<${Skills} me=${me} />`;
   else if (parts[0] === 'reviews') page = html`<${Reviews} me=${me} />`;
@@ -45,7 +47,7 @@ function App() {
     setMe(null);
   };
   const tab = (href, label) =>
-    html`<a href=${href} class=${hash.startsWith(href) ? 'active' : ''}>${label}</a>`;
+    html`<a href=${href} class=${hash.startsWith(href) || (href === '#/runs' && hash.startsWith('#/chains')) ? 'active' : ''}>${label}</a>`;
   return html`<div class="shell">
     <header>
       <span class="brand">Switchyard</span>

@@ -1,6 +1,7 @@
 // The WebSocket event stream (docs/streaming.md). The browser authenticates with the session
-// cookie; a job subscription resumes after the last seq it saw, so a reconnect replays what
-// was missed without duplicates.
+// cookie. Job and chain subscriptions resume after the last seq seen of each run, so a
+// reconnect replays what was missed without duplicates: a job with after_seq in the query,
+// a chain with a subscribe message carrying after_seqs for every run seen so far.
 
 /**
  * openStream connects and keeps reconnecting until close() is called.
@@ -13,23 +14,31 @@ export function openStream(sub, onEvent, onState) {
   let closed = false;
   let retry = 0;
   let timer = null;
-  let lastSeq = 0; // of sub.job_id
+  const last = new Map(); // run id -> last seq handled (job and chain subscriptions)
+  const resumes = Boolean(sub.job_id || sub.chain_id);
 
   const connect = () => {
-    const q = new URLSearchParams(sub);
-    if (sub.job_id) q.set('after_seq', String(lastSeq));
+    const q = new URLSearchParams();
+    if (sub.job_id) {
+      q.set('job_id', sub.job_id);
+      q.set('after_seq', String(last.get(sub.job_id) || 0));
+    }
+    if (sub.scope) q.set('scope', sub.scope);
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     onState('connecting');
     ws = new WebSocket(`${proto}//${location.host}/api/v1/stream?${q}`);
+    if (sub.chain_id) {
+      ws.onopen = () => ws.send(JSON.stringify({ type: 'subscribe', chain_id: sub.chain_id, after_seqs: Object.fromEntries(last) }));
+    }
     ws.onmessage = (m) => {
       let env;
       try { env = JSON.parse(m.data); } catch { return; }
       if (env.type === 'stream:subscribed') { retry = 0; onState('live'); return; }
       if (env.type === 'stream:error') { onState('error', `${env.code}: ${env.message}`); return; }
       if (env.type?.startsWith('stream:')) return;
-      if (sub.job_id && env.job_id === sub.job_id) {
-        if (env.seq <= lastSeq) return;
-        lastSeq = env.seq;
+      if (resumes && env.job_id && env.seq) {
+        if (env.seq <= (last.get(env.job_id) || 0)) return;
+        last.set(env.job_id, env.seq);
       }
       onEvent(env);
     };
@@ -48,6 +57,6 @@ export function openStream(sub, onEvent, onState) {
       clearTimeout(timer);
       if (ws) ws.close(1000, 'bye');
     },
-    get lastSeq() { return lastSeq; },
+    get lastSeq() { return last.get(sub.job_id) || 0; },
   };
 }

@@ -115,15 +115,16 @@ function Dag({ spans }) {
   </svg>`;
 }
 
-/** SpanTree draws the spans of one run (or chain) for its execution type. */
-export function SpanTree({ spans, executionType }) {
+/** SpanTree draws the spans of one run (or chain) for its execution type; dag=false leaves
+ * out a chain's span DAG where the page draws the chain's own (pages/chain.js). */
+export function SpanTree({ spans, executionType, dag = true }) {
   const roots = buildTree(spans);
   const tier = executionType || 'llm_only';
   // More than one attempt made spans: the run was resumed, and each node says whose it is.
   const attempts = new Set(spans.map((s) => s.attempt).filter(Boolean)).size > 1;
   return html`<div class=${'spantree tier-' + tier} data-testid="spantree" data-tier=${tier}>
     ${tier === 'llm_only' ? html`<${Line} spans=${spans} attempts=${attempts} />` : null}
-    ${tier === 'chain' ? html`<${Dag} spans=${spans} />` : null}
+    ${tier === 'chain' && dag ? html`<${Dag} spans=${spans} />` : null}
     ${tier === 'autonomous' ? html`<${Steps} spans=${spans} attempts=${attempts} />` : null}
     ${tier !== 'llm_only' ? html`<${Nested} nodes=${roots} attempts=${attempts} />` : null}
   </div>`;

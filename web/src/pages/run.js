@@ -2,14 +2,27 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { openStream } from '../stream.js';
 import { SpanTree } from '../tree.js';
+import { ChainView } from './chain.js';
 import { html, ErrorBox, Loading, Empty, StatusBadge, ConnBadge, TERMINAL, usd, when, ms } from '../ui.js';
 
 const STATUS_EVENTS = new Set(['job:queued', 'job:held', 'job:approved', 'job:rejected', 'job:started',
   'job:completed', 'job:failed', 'job:cancelled', 'job:retrying']);
 
-/** RunView is one run: its span tree growing live, its events, billing and cancel. */
+/** RunView is one run's page: a chain's parent run shows its chain (pages/chain.js), any
+ * other run its span tree. */
 export function RunView({ id }) {
-  const [run, setRun] = useState(null);
+  const [first, setFirst] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => { api('GET', '/dispatch/' + id).then(setFirst, setError); }, [id]);
+  if (error) return html`<section><p><a href="#/runs">← runs</a></p><${ErrorBox} error=${error} /></section>`;
+  if (!first) return html`<${Loading} what="run" />`;
+  if (first.chainId && !first.chainStep) return html`<${ChainView} chainId=${first.chainId} />`;
+  return html`<${JobView} id=${id} initial=${first} />`;
+}
+
+/** JobView is one run: its span tree growing live, its events, billing and cancel. */
+function JobView({ id, initial }) {
+  const [run, setRun] = useState(initial);
   const [error, setError] = useState(null);
   const [spans, setSpans] = useState(new Map());
   const [events, setEvents] = useState([]);
@@ -18,7 +31,6 @@ export function RunView({ id }) {
 
   const reload = () => api('GET', '/dispatch/' + id).then(setRun, setError);
   useEffect(() => {
-    reload();
     const s = openStream({ job_id: id }, (env) => {
       setEvents((list) => [...list.slice(-199), env]);
       if (env.type === 'job:span' && env.data?.id) setSpans((m) => new Map(m).set(env.data.id, env.data));
@@ -55,6 +67,8 @@ export function RunView({ id }) {
       <span class="total" data-testid="total">running total <b>${usd(Math.max(total, TERMINAL.has(run.status) ? run.billing.costUsd : 0))}</b> · ${tokens} tokens</span>
       ${!TERMINAL.has(run.status) ? html`<button class="danger" onClick=${cancel} data-testid="cancel">Cancel run</button>` : null}
     </div>
+    ${run.chainStep ? html`<div class="banner info" data-testid="chain-step">Step <b>${run.chainStep}</b> of chain
+      <a href=${'#/chains/' + run.chainId}>${run.chainId}</a></div>` : null}
     ${note ? html`<div class="banner info">${note}</div>` : null}
     <${ErrorBox} error=${error} />
     ${run.holdReasons?.length ? html`<div class="banner warn">Held: ${run.holdReasons.map((r) => r.reason || r.detector || JSON.stringify(r)).join('; ')}</div>` : null}

@@ -128,10 +128,13 @@ export function Runs({ me }) {
       ? html`<${Empty}>No runs match. Dispatch a job (POST /api/v1/dispatch) and it appears here live.</${Empty}>`
       : html`<table class="runs" data-testid="runs">
         <thead><tr><th>created</th><th>job</th><th>skill</th><th>type</th><th>queue</th><th>status</th><th>duration</th><th>cost</th></tr></thead>
-        <tbody>${runs.map((r) => html`<tr data-job=${r.jobId}>
+        <tbody>${runs.map((r) => html`<tr data-job=${r.jobId} data-chain=${r.chainId || undefined} class=${r.chainId && !r.chainStep ? 'chain-parent' : ''}>
           <td>${when(r.timings.createdAt)}</td>
           <td><${JobId} id=${r.jobId} /></td>
-          <td>${r.jobType}</td><td>${r.executionType}</td><td>${r.queue}</td>
+          <td>${r.jobType}${r.chainStep ? html` <a class="tag step" href=${'#/chains/' + r.chainId} data-testid="chain-step-tag"
+            title="a step of a chain: open the chain">step ${r.chainStep}</a>` : null}</td>
+          <td>${r.chainId && !r.chainStep ? html`<a class="tag chain" href=${'#/runs/' + r.jobId} data-testid="chain-tag"
+            title="a chain's parent run: open its DAG">chain</a>` : r.executionType}</td><td>${r.queue}</td>
           <td><${StatusBadge} status=${r.status} /></td>
           <td>${ms(r.timings.durationMs)}</td><td>${usd(r.billing?.costUsd)}</td></tr>`)}</tbody></table>
         <div class="paging">
