@@ -33,16 +33,22 @@ export function groupSteps(steps) {
   }
   for (const g of byId.values()) {
     g.instances.sort((a, b) => a.instance - b.instance);
-    g.forEach = g.instances.length > 0 || g.steps.some((s) => s.instances != null);
+    // A fanned-out step may be listed as a whole (no instance; instances says how many)
+    // beside its instances; the whole's cost, once ended, is theirs added up.
+    g.whole = g.steps.find((s) => s.instance == null);
+    g.forEach = g.instances.length > 0 || g.whole?.instances != null;
+    g.count = g.instances.length || g.whole?.instances;
     g.status = groupStatus(g);
-    g.costUsd = g.steps.reduce((sum, s) => sum + (s.costUsd || 0), 0);
+    g.costUsd = (g.instances.length ? g.instances : g.steps).reduce((sum, s) => sum + (s.costUsd || 0), 0);
     g.dependsOn = g.dependsOn.filter((d) => byId.has(d) && d !== g.id);
   }
   return [...byId.values()];
 }
 
-/** groupStatus is a step's status, or for a fanned-out step the status its instances add up to. */
+/** groupStatus is a step's status, or for a fanned-out step the status its instances add up
+ * to (until the step as a whole has ended: then its own). */
 export function groupStatus(g) {
+  if (g.whole && (!g.instances.length || TERMINAL_STEP.has(g.whole.status))) return g.whole.status;
   const list = g.instances.length ? g.instances : g.steps;
   if (list.length === 1) return list[0].status;
   const st = list.map((s) => s.status);

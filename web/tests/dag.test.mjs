@@ -67,3 +67,25 @@ test('unknown parents and a cycle do not break the drawing', () => {
   assert.equal(nodes.length, 3);
   assert.ok(nodes.every((n) => Number.isFinite(n.x) && Number.isFinite(n.y)));
 });
+
+test('a fanned-out step listed as a whole beside its instances counts its cost once', () => {
+  const steps = [
+    step('plan', [], 'completed'),
+    step('fan', ['plan'], 'completed', { instances: 2, costUsd: 0.3 }),
+    step('fan', ['plan'], 'completed', { instance: 0, instances: 2, costUsd: 0.1 }),
+    step('fan', ['plan'], 'cancelled', { instance: 1, instances: 2, costUsd: 0.2 }),
+  ];
+  steps[1].status = 'failed'; // the coordinator's roll-up: an instance did not complete
+  const fan = groupSteps(steps)[1];
+  assert.equal(fan.count, 2);
+  assert.ok(Math.abs(fan.costUsd - 0.3) < 1e-12, 'cost ' + fan.costUsd);
+  assert.equal(fan.status, 'failed');
+  steps[1].status = 'pending';
+  steps[3].status = 'running';
+  assert.equal(groupSteps(steps)[1].status, 'running', 'while the whole has not ended, its instances say');
+  // Fanned out to no items: the whole says how many (none) and is the status.
+  const empty = groupSteps([step('fan', [], 'completed', { instances: 0 })])[0];
+  assert.equal(empty.forEach, true);
+  assert.equal(empty.count, 0);
+  assert.equal(empty.status, 'completed');
+});
