@@ -77,7 +77,9 @@ function StepNode({ n, byId, selected, onSelect, onDecided, onError }) {
   return html`<div class=${`cnode cs-${n.status}${selected === n.id ? ' selected' : ''}${n.forEach ? ' group' : ''}`}
       style=${`left:${n.x}px;top:${n.y}px;width:${n.w}px;height:${n.h}px`}
       data-step=${n.id} data-status=${n.status} data-job=${single?.jobId || ''}
-      onClick=${() => onSelect(n.id, null)} title=${`${n.id}: ${n.status}`}>
+      role="button" tabIndex="0" aria-label=${`step ${n.id}: ${n.status}`}
+      onClick=${() => onSelect(n.id, null)} onKeyDown=${(e) => { if (e.target === e.currentTarget && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); onSelect(n.id, null); } }}
+      title=${`${n.id}: ${n.status}`}>
     <div class="cn-head"><b class="cn-id">${n.id}</b>${n.forEach ? html`<span class="cn-tag">for_each ×${n.count ?? '?'}</span>` : null}</div>
     <div class="cn-type">${n.jobType}${single?.attempt > 1 ? html` · attempt ${single.attempt}` : null}${single?.reused ? ' · reused' : null}</div>
     <div class="cn-status"><span class="cn-st" data-testid="step-status">${n.status.replaceAll('_', ' ')}</span>
