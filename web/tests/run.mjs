@@ -459,6 +459,39 @@ await test('a held chain step is approved from the DAG and the chain goes on', a
   await shot(page, '21-chain-approved');
 });
 
+await test('a chain is cancelled from its page, re-run, and its held step rejected from the DAG', async () => {
+  const jobType = await chainWithCriticalStep();
+  const d = await dispatch(jobType, 'Pay the supplier invoice 43');
+  await page.goto(base + '/ui/#/runs/' + d.jobId);
+  await page.locator('.cnode[data-status=held_for_review]').first().waitFor({ timeout: 60000 });
+  const done = await page.locator('.cnode[data-status=completed]').evaluateAll((els) => els.map((e) => e.dataset.step));
+  await page.locator('[data-testid=chain-cancel]').click();
+  await page.locator('[data-testid=chain-status][data-status=cancelled]').waitFor();
+  await page.locator('.cnode[data-status=held_for_review]').waitFor({ state: 'detached' });
+  await shot(page, '22-chain-cancelled');
+
+  await page.locator('[data-testid=chain-rerun]').click();
+  await page.waitForFunction((id) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(id), d.jobId);
+  const rerun = page.locator('[data-testid=chain-status][data-status=running]');
+  await rerun.waitFor();
+  const chainId = await page.locator('section.chain').getAttribute('data-chain');
+  assert(chainId !== d.chainId, 'a new chain');
+  assert((await call(adminKey, 'GET', '/chains/' + chainId)).body.rerunOf === d.chainId, 'the API says it re-runs the first');
+  // The steps that had completed are taken over; the held one is held again.
+  const held = page.locator('.cnode[data-status=held_for_review]').first();
+  await held.waitFor({ timeout: 60000 });
+  for (const step of done) assert((await page.locator(`.cnode[data-step="${step}"]`).getAttribute('data-status')) === 'completed', `${step} reused`);
+  await held.locator('[data-testid=reject-step]').click();
+  assert(await held.locator('[data-testid=reject-confirm]').isDisabled(), 'rejecting needs a reason');
+  await held.locator('input[name=reason]').fill('wrong supplier');
+  await held.locator('[data-testid=reject-confirm]').click();
+  await page.locator('[data-testid=chain-status]:not([data-status=running])').waitFor({ timeout: 60000 });
+  const status = await page.locator('[data-testid=chain-status]').getAttribute('data-status');
+  assert(status === 'failed', 'a rejected step fails the chain under abort: ' + status);
+  assert((await page.locator('.cnode[data-status=rejected]').count()) === 1, 'the step shows rejected');
+  await shot(page, '23-chain-rejected');
+});
+
 await test('a second organisation sees none of the first one\'s runs', async () => {
   const B = await browserContext();
   current = B.page;
