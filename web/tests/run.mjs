@@ -39,8 +39,8 @@ async function call(key, method, p, body) {
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
-async function dispatch(jobType, prompt = 'Hello from the browser tests') {
-  const r = await call(adminKey, 'POST', '/dispatch', { job_type: jobType, payload: { prompt } });
+async function dispatch(jobType, prompt = 'Hello from the browser tests', payload = { prompt }) {
+  const r = await call(adminKey, 'POST', '/dispatch', { job_type: jobType, payload });
   if (r.body?.code === 'UNSUPPORTED_EXECUTION_TYPE') {
     throw new Skip(`${jobType}: this build does not run its execution type yet (${r.body.message})`);
   }
@@ -323,29 +323,6 @@ await test('the dashboard tells 150 runs apart and pages back to the oldest', as
   assert((await page.evaluate(() => navigator.clipboard.readText())) === all[all.length - 1], 'the full id is copied');
 });
 
-// chainWithCriticalStep is a chain skill of the catalogue with a step whose skill is
-// critical (held for review every time); without one it binds its own, ui_chain_review.
-async function chainWithCriticalStep() {
-  const list = (await call(adminKey, 'GET', '/skills')).body.items;
-  const byType = new Map(list.map((s) => [s.job_type, s]));
-  const held = (jobType) => byType.get(jobType)?.risk_level === 'critical' || byType.get(jobType)?.requires_approval;
-  const found = list.find((s) => s.execution_type === 'chain' && s.enabled !== false &&
-    (s.chain?.steps || []).some((st) => held(st.job_type)));
-  if (found) return found.job_type;
-  const def = {
-    job_type: 'ui_chain_review', enabled: true, execution_type: 'chain', queue: 'default', risk_level: 'minimal',
-    data_residency: 'any', description: 'Browser tests: a chain whose middle step a reviewer approves.',
-    chain: { steps: [
-      { step_id: 'draft', job_type: 'demo_llm', payload: { prompt: 'Draft a note to the supplier.' } },
-      { step_id: 'pay', job_type: 'demo_critical', depends_on: ['draft'], payload: { prompt: 'Pay supplier invoice 42.' } },
-      { step_id: 'confirm', job_type: 'demo_llm', depends_on: ['pay'], payload: { prompt: 'Confirm the payment.' } },
-    ] },
-  };
-  const r = await call(adminKey, 'PUT', '/skills/ui_chain_review', def);
-  assert(r.status === 200 || r.status === 201, `bind ui_chain_review: ${r.status} ${JSON.stringify(r.body)}`);
-  return 'ui_chain_review';
-}
-
 // watchSteps records, in the page, every status each DAG node shows, in order: a node that
 // went pending → running → completed while watched has ['pending', 'running', 'completed']
 // (a status shown between two renders may be missed, never invented). It also marks the
@@ -378,7 +355,7 @@ function inOrder(list, want) {
 
 await test('a chain runs live: its DAG nodes go pending → running → completed without a reload', async () => {
   await requireSkill('demo_research');
-  const d = await dispatch('demo_research', 'What limits the range of electric cars?');
+  const d = await dispatch('demo_research', '', { topic: 'the range of electric cars' });
   assert(d.chainId, '202 names the chain: ' + JSON.stringify(d));
   await page.goto(base + '/ui/#/runs/' + d.jobId);
   await page.locator('[data-testid=chain-dag] .cnode').first().waitFor();
@@ -424,8 +401,9 @@ await test('a chain runs live: its DAG nodes go pending → running → complete
 });
 
 await test('a held chain step is approved from the DAG and the chain goes on', async () => {
-  const jobType = await chainWithCriticalStep();
-  const d = await dispatch(jobType, 'Pay the supplier invoice 42');
+  // demo_audit: scan → remediate (demo_critical, held for review every time) → report.
+  await requireSkill('demo_audit');
+  const d = await dispatch('demo_audit', '', { system: 'the billing service' });
   assert(d.chainId, '202 names the chain: ' + JSON.stringify(d));
   await page.goto(base + '/ui/#/runs/' + d.jobId);
   const held = page.locator('.cnode[data-status=held_for_review]');
@@ -460,8 +438,8 @@ await test('a held chain step is approved from the DAG and the chain goes on', a
 });
 
 await test('a chain is cancelled from its page, re-run, and its held step rejected from the DAG', async () => {
-  const jobType = await chainWithCriticalStep();
-  const d = await dispatch(jobType, 'Pay the supplier invoice 43');
+  await requireSkill('demo_audit');
+  const d = await dispatch('demo_audit', '', { system: 'the payroll service' });
   await page.goto(base + '/ui/#/runs/' + d.jobId);
   await page.locator('.cnode[data-status=held_for_review]').first().waitFor({ timeout: 60000 });
   const done = await page.locator('.cnode[data-status=completed]').evaluateAll((els) => els.map((e) => e.dataset.step));
