@@ -58,6 +58,11 @@ type ChainStep struct {
 	DependsOn []string `json:"dependsOn"`
 	// Attempt counts the step's dispatches (1 + its retries so far); 0 while pending.
 	Attempt int `json:"attempt"`
+	// Reason says why a step ended without running or as it did: condition (its condition
+	// did not hold), parent_failed:<step> (skip_dependents), refused (governance refused its
+	// dispatch), no_items (an empty for_each), or the chain's end (cancelled, failed,
+	// timed_out) for a step it stopped.
+	Reason string `json:"reason,omitempty"`
 	// Reused is true when a rerun took this step's output from the chain it re-runs.
 	Reused     bool            `json:"reused,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`

@@ -82,7 +82,7 @@ func chainView(v runstore.ChainView, now time.Time) (apitypes.Chain, error) {
 		}
 		for _, r := range rows {
 			step := apitypes.ChainStep{StepID: d.StepID, JobID: r.RunID, JobType: d.JobType, Status: stepStatus(r),
-				DependsOn: slices.Concat([]string{}, d.DependsOn), Attempt: r.Attempt, Reused: r.Reused,
+				DependsOn: slices.Concat([]string{}, d.DependsOn), Attempt: r.Attempt, Reason: r.Reason, Reused: r.Reused,
 				Output: r.Output, Error: r.Error, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CostUSD: r.CostUSD}
 			if r.Instance != chain.Whole {
 				step.Instance = new(r.Instance)
