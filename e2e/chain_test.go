@@ -474,3 +474,23 @@ func TestCatalogueChains(t *testing.T) {
 	c = b.waitChain(t, chainID, time.Minute, "completed", "failed")
 	require.Equal(t, "completed", c["status"], "%v", c)
 }
+
+// TestChainCostCeilingStopsTheStepThatWouldCrossIt: the router checks every step's call
+// against the chain's ceiling; the step that would cross it fails with BUDGET_EXCEEDED,
+// and the chain with it, before the provider is asked.
+func TestChainCostCeilingStopsTheStepThatWouldCrossIt(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	b.putChain(t, "c_money", `{"cost_ceiling_usd":0.0000001,"steps":[
+		{"step_id":"first","job_type":"c_step","payload":{"prompt":"spend"}},
+		{"step_id":"second","job_type":"c_step","depends_on":["first"],"payload":{"prompt":"more"}}]}`)
+	before := b.simStats(t)
+	chainID, _ := b.dispatchChain(t, "c_money", map[string]any{})
+	c := b.waitChain(t, chainID, time.Minute, "completed", "failed")
+	require.Equal(t, "failed", c["status"], "%v", c)
+	first := step(c, "first")
+	require.Equal(t, "failed", first["status"], "%v", first)
+	require.Equal(t, "BUDGET_EXCEEDED", first["error"].(map[string]any)["code"], "%v", first["error"])
+	require.Equal(t, "cancelled", step(c, "second")["status"])
+	require.Equal(t, before, b.simStats(t), "the provider was never called")
+}
