@@ -161,7 +161,7 @@ func (s *Store) StepRunEnd(ctx context.Context, runID string) (StepEnd, error) {
 // ChainView is a chain as GET /api/v1/chains/{id} shows it (its steps from ChainSteps).
 type ChainView struct {
 	ID, JobID, JobType, TraceID, Status string
-	Definition                          json.RawMessage
+	Definition, Input                   json.RawMessage
 	CostUSD                             float64
 	CostCeilingUSD                      *float64
 	RerunOf                             string
@@ -175,7 +175,7 @@ type ChainView struct {
 func (s *Store) GetChain(ctx context.Context, orgID, chainID string) (ChainView, error) {
 	var v ChainView
 	err := s.db.QueryRow(ctx, getChainSQL, chainID, orgID).Scan(&v.ID, &v.JobID, &v.JobType, &v.TraceID, &v.Status,
-		&v.Definition, &v.CostUSD, &v.CostCeilingUSD, &v.RerunOf, &v.Error, &v.CreatedAt, &v.DeadlineAt, &v.FinishedAt)
+		&v.Definition, &v.Input, &v.CostUSD, &v.CostCeilingUSD, &v.RerunOf, &v.Error, &v.CreatedAt, &v.DeadlineAt, &v.FinishedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, ErrChainNotFound
 	}

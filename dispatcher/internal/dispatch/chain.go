@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -263,15 +262,11 @@ func (s *Service) Rerun(ctx context.Context, p auth.Principal, chainID string) (
 			}
 		}
 	}
-	var input json.RawMessage
-	if err := s.DB.QueryRow(ctx, `SELECT input FROM chains WHERE id = $1`, chainID).Scan(&input); err != nil {
-		return Result{}, nil, dbError(err)
-	}
 	org, err := s.Registry.Org(ctx, p.OrgID)
 	if err != nil {
 		return Result{}, nil, dbError(err)
 	}
-	req := Request{JobType: old.JobType, Payload: input}
+	req := Request{JobType: old.JobType, Payload: old.Input}
 	if err := s.RateLimit(ctx, org, "", 1); err != nil {
 		return Result{}, nil, err
 	}
