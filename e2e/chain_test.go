@@ -494,3 +494,31 @@ func TestChainCostCeilingStopsTheStepThatWouldCrossIt(t *testing.T) {
 	require.Equal(t, "cancelled", step(c, "second")["status"])
 	require.Equal(t, before, b.simStats(t), "the provider was never called")
 }
+
+// TestCriticalChainIsHeldWhole: a chain skill that is critical holds the whole chain —
+// nothing runs until its parent run is approved; rejecting it ends the chain.
+func TestCriticalChainIsHeldWhole(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	b.putChain(t, "c_sensitive", `{"steps":[{"step_id":"only","job_type":"c_step","payload":{"prompt":"go"}}]}`)
+	_, err := b.pool.Exec(context.Background(), `UPDATE skills SET risk_level = 'critical' WHERE job_type = 'c_sensitive'`)
+	require.NoError(t, err)
+	code, res := b.Do(http.MethodPost, "/api/v1/dispatch", map[string]any{"job_type": "c_sensitive", "payload": map[string]any{}})
+	require.Equal(t, http.StatusAccepted, code, "%v", res)
+	require.Equal(t, "held_for_review", res["status"])
+	chainID, jobID := res["chainId"].(string), res["jobId"].(string)
+	require.Equal(t, "pending", step(b.chain(t, chainID), "only")["status"])
+	code, res = b.Do(http.MethodPost, "/api/v1/dispatch/"+jobID+"/approve", map[string]any{"reason": "ok"})
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	c := b.waitChain(t, chainID, time.Minute, "completed", "failed", "cancelled")
+	require.Equal(t, "completed", c["status"], "%v", c)
+
+	code, res = b.Do(http.MethodPost, "/api/v1/dispatch", map[string]any{"job_type": "c_sensitive", "payload": map[string]any{}})
+	require.Equal(t, http.StatusAccepted, code, "%v", res)
+	chainID, jobID = res["chainId"].(string), res["jobId"].(string)
+	code, res = b.Do(http.MethodPost, "/api/v1/dispatch/"+jobID+"/reject", map[string]any{"reason": "no"})
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	c = b.waitChain(t, chainID, 30*time.Second, "completed", "failed", "cancelled")
+	require.Equal(t, "cancelled", c["status"], "%v", c)
+	require.Empty(t, b.stepRuns(t, chainID))
+}
