@@ -522,3 +522,19 @@ func TestCriticalChainIsHeldWhole(t *testing.T) {
 	require.Equal(t, "cancelled", c["status"], "%v", c)
 	require.Empty(t, b.stepRuns(t, chainID))
 }
+
+// TestChainTimesOut: a chain past its timeout_seconds ends timed_out — its held step
+// cancelled, its parent run timed_out — whether its deadline task fires or the reconciler
+// finds it.
+func TestChainTimesOut(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	b.putChain(t, "c_slow", `{"timeout_seconds":1,"steps":[{"step_id":"wait","job_type":"c_crit","payload":{"prompt":"x"}}]}`,
+		skill.Skill{JobType: "c_crit", ExecutionType: "llm_only", RoutingHint: "fast", MaxTokens: 16, RiskLevel: "critical"})
+	chainID, jobID := b.dispatchChain(t, "c_slow", map[string]any{})
+	c := b.waitChain(t, chainID, 30*time.Second, "completed", "failed", "cancelled", "timed_out")
+	require.Equal(t, "timed_out", c["status"], "%v", c)
+	require.Equal(t, "cancelled", step(c, "wait")["status"])
+	require.Equal(t, "TIMED_OUT", c["error"].(map[string]any)["code"])
+	b.WaitStatus(jobID, 10*time.Second, "timed_out")
+}
