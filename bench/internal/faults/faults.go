@@ -122,6 +122,9 @@ type Config struct {
 	Window time.Duration
 	// ReactShare is the share of demo_react among the dispatches; default 0.5.
 	ReactShare float64
+	// ChainShare is the share of demo_research chains (five steps, one skipped by its
+	// condition) among the dispatches; negative: none. Default 0.1.
+	ChainShare float64
 	// DispatchTimeout bounds how long one dispatch is retried before it counts as not
 	// accepted; default 60 s.
 	DispatchTimeout time.Duration
@@ -136,6 +139,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Rate == 0 {
 		c.Rate = 10
+	}
+	if c.ChainShare == 0 {
+		c.ChainShare = 0.1
 	}
 	if c.Load == 0 {
 		c.Load = time.Minute

@@ -51,7 +51,7 @@ func TestShortSuite(t *testing.T) {
 	if err := Prepare(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	selected, err := Select("executor-kill,pg-stop,llm-5xx")
+	selected, err := Select("executor-kill,dispatcher-kill,pg-stop,llm-5xx")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,8 +119,11 @@ func (ph *phase) ready(ctx context.Context) error {
 func (ph *phase) dispatch(ctx context.Context) error {
 	n := ph.seq.Add(1)
 	j := &job{tag: fmt.Sprintf("%s-%05d", ph.prefix, n), kind: "demo_llm"}
-	// An even spread of demo_react through the load, whatever the share.
-	if int(float64(n)*ph.cfg.ReactShare) != int(float64(n-1)*ph.cfg.ReactShare) {
+	// An even spread of demo_react and chains through the load, whatever the shares.
+	// (A chain takes the place of what would have been either.)
+	if int(float64(n)*ph.cfg.ChainShare) != int(float64(n-1)*ph.cfg.ChainShare) {
+		j.kind = "demo_research"
+	} else if int(float64(n)*ph.cfg.ReactShare) != int(float64(n-1)*ph.cfg.ReactShare) {
 		j.kind = "demo_react"
 	}
 	ph.mu.Lock()
@@ -129,8 +132,11 @@ func (ph *phase) dispatch(ctx context.Context) error {
 
 	// The sim-llm fills tool arguments with the first words of the prompt: the tag makes
 	// each ticket's title, and each request, unique.
-	body, _ := json.Marshal(map[string]any{"job_type": j.kind, "idempotency_key": j.tag,
-		"payload": map[string]any{"prompt": j.tag + " needs a ticket and the weather in Lisbon"}})
+	payload := map[string]any{"prompt": j.tag + " needs a ticket and the weather in Lisbon"}
+	if j.kind == "demo_research" {
+		payload = map[string]any{"topic": j.tag} // in every step's prompt: each call unique
+	}
+	body, _ := json.Marshal(map[string]any{"job_type": j.kind, "idempotency_key": j.tag, "payload": payload})
 	deadline := time.Now().Add(ph.cfg.DispatchTimeout)
 	backoff := 100 * time.Millisecond
 	for {

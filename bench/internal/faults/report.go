@@ -50,6 +50,10 @@ type Report struct {
 	// (tool-call ledger rows still "started").
 	ToolUnknown int
 
+	// Chains is the accepted chains (demo_research); ChainSteps their step runs;
+	// DupSteps the steps of theirs that completed more than once (dispatched twice).
+	Chains, ChainSteps, DupSteps int
+
 	// Recover is fault → first completion of a run accepted after the fault; Drain is
 	// fault → every run accepted before the recovery has ended. -1: never.
 	Recover, Drain time.Duration
@@ -59,7 +63,8 @@ type Report struct {
 // call in the ledger once. Failed runs and slow recoveries are reported, not judged: a
 // run may fail (and say why) when a fault outlasts its retries.
 func (r Report) OK() bool {
-	return len(r.Lost) == 0 && r.DupProvider == 0 && r.DupTool == 0 && r.LedgerMissing == 0 && r.LedgerExtra == 0
+	return len(r.Lost) == 0 && r.DupProvider == 0 && r.DupTool == 0 && r.LedgerMissing == 0 && r.LedgerExtra == 0 &&
+		r.DupSteps == 0
 }
 
 type simStats struct {
@@ -118,6 +123,26 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 		r.LLMCalls += st.llmCalls
 	}
 
+	// A chain's provider calls are its steps' runs': count them with the phase's runs.
+	steps, err := ph.chainSteps(ctx, ids)
+	if err != nil {
+		return r, err
+	}
+	r.ChainSteps = len(steps)
+	for _, j := range ph.jobs {
+		if j.id != "" && j.kind == "demo_research" {
+			r.Chains++
+		}
+	}
+	ids = append(ids, steps...)
+	if err := ph.p.DB.QueryRow(ctx, `SELECT count(*) FROM (SELECT r.chain_id, r.chain_step FROM runs r
+		JOIN runs p ON p.chain_id = r.chain_id AND p.chain_step IS NULL
+		WHERE p.id = ANY($1::uuid[]) AND r.chain_step IS NOT NULL
+		GROUP BY r.chain_id, r.chain_step HAVING count(*) FILTER (WHERE r.status LIKE 'completed%') > 1) x`,
+		ids).Scan(&r.DupSteps); err != nil {
+		return r, fmt.Errorf("counting chain steps run twice: %w", err)
+	}
+
 	// Calls still in flight at the simulator (a router finishing a call whose caller
 	// went away) are counted once they are answered.
 	var sim simStats
@@ -168,6 +193,25 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	return r, nil
 }
 
+// chainSteps returns the step runs of the chains whose parent runs are among ids.
+func (ph *phase) chainSteps(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := ph.p.DB.Query(ctx, `SELECT r.id::text FROM runs r JOIN runs p ON p.chain_id = r.chain_id
+		WHERE p.id = ANY($1::uuid[]) AND p.chain_step IS NULL AND r.chain_step IS NOT NULL`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading chain steps: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // poll calls cond every 100 ms until it holds or limit has passed; the last error (or
 // none) is returned when it never held — except that a condition that merely never held
 // without error is not an error: the caller reports what it read.
@@ -190,11 +234,11 @@ func (ph *phase) poll(ctx context.Context, limit time.Duration, cond func() (boo
 // Print writes the table of reports and, under it, the details of every figure that is
 // not what it should be.
 func Print(w io.Writer, reports []Report) {
-	fmt.Fprintf(w, "%-16s %8s %9s %6s %4s %7s %8s %14s %12s %8s %8s\n", "fault", "accepted", "completed", "failed",
-		"lost", "dup-llm", "dup-tool", "ledger-missing", "ledger-extra", "recover", "drain")
+	fmt.Fprintf(w, "%-16s %8s %9s %6s %4s %7s %8s %8s %14s %12s %8s %8s\n", "fault", "accepted", "completed", "failed",
+		"lost", "dup-llm", "dup-tool", "dup-step", "ledger-missing", "ledger-extra", "recover", "drain")
 	for _, r := range reports {
-		fmt.Fprintf(w, "%-16s %8d %9d %6d %4d %7d %8d %14d %12d %8s %8s\n", r.Fault, r.Accepted, r.Completed, r.Failed,
-			len(r.Lost), r.DupProvider, r.DupTool, r.LedgerMissing, r.LedgerExtra, ms(r.Recover), ms(r.Drain))
+		fmt.Fprintf(w, "%-16s %8d %9d %6d %4d %7d %8d %8d %14d %12d %8s %8s\n", r.Fault, r.Accepted, r.Completed, r.Failed,
+			len(r.Lost), r.DupProvider, r.DupTool, r.DupSteps, r.LedgerMissing, r.LedgerExtra, ms(r.Recover), ms(r.Drain))
 	}
 	for _, r := range reports {
 		var lines []string
@@ -217,6 +261,10 @@ func Print(w io.Writer, reports []Report) {
 		if r.DupTool > 0 || r.ToolResent > 0 || r.ToolWithoutKey > 0 || r.ToolUnknown > 0 {
 			add("create_ticket: %d requests, %d tickets created, %d created twice, %d re-sent keys, %d without a key, "+
 				"%d outcomes never recorded", r.ToolRequests, r.ToolExecutions, r.DupTool, r.ToolResent, r.ToolWithoutKey, r.ToolUnknown)
+		}
+		if r.Chains > 0 {
+			add("chains: %d accepted (counted above by their parent runs), %d step runs, %d steps completed twice",
+				r.Chains, r.ChainSteps, r.DupSteps)
 		}
 		if r.Recover < 0 {
 			add("no run accepted after the fault completed")
