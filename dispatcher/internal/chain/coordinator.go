@@ -75,8 +75,18 @@ type Coordinator struct {
 	Log       *slog.Logger
 }
 
-// ProcessTask handles one coordinator task; an error hands it back to asynq to retry.
+// ProcessTask handles one coordinator task; an error hands it back to asynq to retry. A
+// task for a chain that does not exist (taken back after its start failed) is dropped.
 func (c *Coordinator) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	err := c.process(ctx, t)
+	if errors.Is(err, runstore.ErrChainNotFound) {
+		c.Log.Warn("coordinator task for a chain that does not exist; dropped", "task", t.Type())
+		return nil
+	}
+	return err
+}
+
+func (c *Coordinator) process(ctx context.Context, t *asynq.Task) error {
 	switch t.Type() {
 	case queue.TypeStepDone:
 		var d queue.StepDone
@@ -231,10 +241,6 @@ func (c *Coordinator) transition(ctx context.Context, chainID string, fn func(*t
 		}
 		return t.write()
 	})
-	if errors.Is(err, runstore.ErrChainNotFound) && t == nil {
-		c.Log.Warn("coordinator task for a chain that does not exist; dropped", "chain_id", chainID)
-		return nil
-	}
 	if errors.Is(err, errUnreadable) {
 		c.Log.Error("coordinator task for a chain whose stored definition does not parse; dropped", "chain_id", chainID, "error", err)
 		return nil

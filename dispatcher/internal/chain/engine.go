@@ -547,6 +547,9 @@ func (e *Engine) abort(status string, errBody json.RawMessage) error {
 		return nil
 	}
 	e.S.Status, e.S.Error, e.S.Changed = status, errBody, true
+	for _, s := range e.S.Def.Steps {
+		e.whole(s.StepID) // a chain ended before it started has no rows yet
+	}
 	for _, r := range slices.Clone(e.S.Steps) {
 		switch {
 		case r.Status == Pending:
