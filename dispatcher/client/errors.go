@@ -84,6 +84,8 @@ var (
 	ErrSkillNotFound            = newSentinel(apierr.CodeSkillNotFound)
 	ErrKeyNotFound              = newSentinel(apierr.CodeKeyNotFound)
 	ErrChainNotFound            = newSentinel(apierr.CodeChainNotFound)
+	ErrChainAlreadyFinished     = newSentinel(apierr.CodeChainAlreadyFinished)
+	ErrChainNotFinished         = newSentinel(apierr.CodeChainNotFinished)
 	ErrRouteNotFound            = newSentinel(apierr.CodeRouteNotFound)
 	ErrMethodNotAllowed         = newSentinel(apierr.CodeMethodNotAllowed)
 	ErrBadRequest               = newSentinel(apierr.CodeBadRequest)

@@ -86,6 +86,9 @@ type DispatchResult struct {
 	// Duplicate is true when the idempotency key matched an earlier job (HTTP 200), whose
 	// answer this is.
 	Duplicate bool `json:"duplicate"`
+	// ChainID is set when the job type is a chain skill: the job is the chain's parent run;
+	// follow the chain with Chain and WatchChain.
+	ChainID string `json:"chainId,omitempty"`
 }
 
 // Run is one job as GET /api/v1/dispatch/{id} shows it.
@@ -299,24 +302,11 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (RunPage, error) {
 // ListAll iterates over every job matching opts, fetching pages as it goes. It stops at
 // the first error, which it yields.
 func (c *Client) ListAll(ctx context.Context, opts ListOptions) iter.Seq2[Run, error] {
-	return func(yield func(Run, error) bool) {
-		for {
-			page, err := c.List(ctx, opts)
-			if err != nil {
-				yield(Run{}, err)
-				return
-			}
-			for _, r := range page.Items {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" || page.NextCursor == opts.Cursor || len(page.Items) == 0 {
-				return
-			}
-			opts.Cursor = page.NextCursor
-		}
-	}
+	return pages(opts.Cursor, func(cursor string) ([]Run, string, error) {
+		opts.Cursor = cursor
+		page, err := c.List(ctx, opts)
+		return page.Items, page.NextCursor, err
+	})
 }
 
 // StatusAnswer is what cancel, approve and reject answer; CancelRequested is true when a

@@ -84,39 +84,66 @@ func (w *watch) deliver(e Event) (done bool) {
 	return !w.yield(e, nil) || e.Terminal()
 }
 
-// fail yields ctx's error when it is done, else err; watching is then over.
-func (w *watch) fail(ctx context.Context, err error) {
+func (w *watch) fail(ctx context.Context, err error) { yieldErr(ctx, w.yield, err) }
+
+// yieldErr yields ctx's error when it is done, else err; watching is then over.
+func yieldErr(ctx context.Context, yield func(Event, error) bool, err error) {
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	w.yield(Event{}, err)
+	yield(Event{}, err)
 }
 
 // socket follows the stream; it reports whether watching is over (false: fall back to
 // polling).
 func (w *watch) socket(ctx context.Context) (done bool) {
-	u := *w.c.base
+	q := url.Values{"job_id": {w.jobID}, "after_seq": {strconv.FormatInt(w.last, 10)}}
+	return w.c.stream(ctx, q, nil, func(e Event) bool {
+		// Other jobs' events are not this job's events.
+		return e.JobID == w.jobID && w.deliver(e)
+	}, w.fail)
+}
+
+// stream reads the WebSocket event stream subscribed by query — and by msg, sent once
+// connected, when it is not nil — and hands each event to deliver until deliver reports
+// that watching is over. It reports whether watching is over: false when the socket could
+// not be opened, dropped or refused the subscription (stream:error), and the caller goes
+// on by polling from the last event it saw. When ctx ends it reports ctx's error to fail.
+func (c *Client) stream(ctx context.Context, query url.Values, msg any, deliver func(Event) (done bool), fail func(context.Context, error)) (done bool) {
+	u := *c.base
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	u.Path = strings.TrimRight(u.Path, "/") + "/api/v1/stream"
-	u.RawQuery = url.Values{"job_id": {w.jobID}, "after_seq": {strconv.FormatInt(w.last, 10)}}.Encode()
-	h := http.Header{"User-Agent": {w.c.userAgent}}
-	if w.c.apiKey != "" {
-		h.Set("Authorization", "Bearer "+w.c.apiKey)
+	u.RawQuery = query.Encode()
+	h := http.Header{"User-Agent": {c.userAgent}}
+	if c.apiKey != "" {
+		h.Set("Authorization", "Bearer "+c.apiKey)
 	}
-	conn, err := w.c.dialer(ctx, u.String(), h)
+	failed := func(err error) bool {
+		if ctx.Err() == nil {
+			return false
+		}
+		fail(ctx, err)
+		return true
+	}
+	conn, err := c.dialer(ctx, u.String(), h)
 	if err != nil {
-		return ctx.Err() != nil && w.failed(ctx, err)
+		return failed(err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	if msg != nil {
+		if err := conn.WriteJSON(msg); err != nil {
+			return failed(err)
+		}
+	}
 	for {
-		_, msg, err := conn.ReadMessage()
+		_, raw, err := conn.ReadMessage()
 		if err != nil {
-			return ctx.Err() != nil && w.failed(ctx, err)
+			return failed(err)
 		}
 		var e Event
-		if err := json.Unmarshal(msg, &e); err != nil {
+		if err := json.Unmarshal(raw, &e); err != nil {
 			continue
 		}
 		if e.Type == "stream:error" {
@@ -125,20 +152,13 @@ func (w *watch) socket(ctx context.Context) (done bool) {
 			// failure as the HTTP API's structured error.
 			return false
 		}
-		if strings.HasPrefix(e.Type, "stream:") || e.JobID != w.jobID {
-			// Other control frames, and other jobs' events, are not this job's events.
-			continue
+		if strings.HasPrefix(e.Type, "stream:") {
+			continue // other control frames
 		}
-		if w.deliver(e) {
+		if deliver(e) {
 			return true
 		}
 	}
-}
-
-// failed reports err and returns true, for one-line returns.
-func (w *watch) failed(ctx context.Context, err error) bool {
-	w.fail(ctx, err)
-	return true
 }
 
 // poll reads the journal until the job's terminal event. When no events come and the run
@@ -178,11 +198,19 @@ func (w *watch) poll(ctx context.Context) {
 				return
 			}
 		}
-		select {
-		case <-ctx.Done():
-			w.fail(ctx, ctx.Err())
+		if !tick(ctx, t, w.fail) {
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// tick waits for t's next tick; it reports false, having told fail, when ctx ends first.
+func tick(ctx context.Context, t *time.Ticker, fail func(context.Context, error)) bool {
+	select {
+	case <-ctx.Done():
+		fail(ctx, ctx.Err())
+		return false
+	case <-t.C:
+		return true
 	}
 }
