@@ -85,7 +85,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.keyFile, "key-file", "", "file holding the API key (default .run/admin.key when present)")
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.AddCommand(a.dispatchCmd(), a.batchCmd(), a.statusCmd(), a.listCmd(), a.spansCmd(), a.watchCmd(),
-		a.cancelCmd(), a.approveCmd(), a.rejectCmd(), a.reviewsCmd(), a.skillsCmd(), a.keysCmd())
+		a.cancelCmd(), a.approveCmd(), a.rejectCmd(), a.reviewsCmd(), a.chainCmd(), a.skillsCmd(), a.keysCmd())
 	return root
 }
 
@@ -133,6 +133,15 @@ func (a *app) emit(v any) error {
 	enc := json.NewEncoder(a.out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// show writes v as JSON under -o json, else calls text.
+func (a *app) show(v any, text func()) error {
+	if a.json() {
+		return a.emit(v)
+	}
+	text()
+	return nil
 }
 
 // orEmpty returns s, or an empty slice when s is nil, so that -o json prints an empty

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,9 +19,7 @@ import (
 )
 
 func (a *app) dispatchCmd() *cobra.Command {
-	var req client.DispatchRequest
-	var md client.Metadata
-	var payload, payloadFile, prompt, priority string
+	var d dispatchFlags
 	var watch bool
 	cmd := &cobra.Command{
 		Use:   "dispatch JOB_TYPE",
@@ -29,24 +29,16 @@ func (a *app) dispatchCmd() *cobra.Command {
   echo '{"prompt":"hi"}' | yard dispatch demo_llm --payload-file -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			raw, err := a.payload(payload, payloadFile, prompt)
+			req, err := a.dispatchRequest(&d, args[0])
 			if err != nil {
 				return err
-			}
-			req.JobType, req.Payload, req.Priority = args[0], raw, client.Priority(priority)
-			if md != (client.Metadata{}) {
-				req.Metadata = &md
 			}
 			res, err := a.client.Dispatch(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			if a.json() {
-				if err := a.emit(res); err != nil {
-					return err
-				}
-			} else {
-				a.printDispatch(res)
+			if err := a.show(res, func() { a.printDispatch(res) }); err != nil {
+				return err
 			}
 			if watch {
 				return a.follow(cmd, res.JobID, 0)
@@ -54,20 +46,46 @@ func (a *app) dispatchCmd() *cobra.Command {
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&payload, "payload", "", "payload as a JSON object")
-	f.StringVar(&payloadFile, "payload-file", "", "file holding the payload JSON object (- for stdin)")
-	f.StringVar(&prompt, "prompt", "", `shorthand for --payload '{"prompt": "..."}'`)
-	f.StringVar(&req.UserID, "user", "", "end user the job is for (per-user rate limits)")
-	f.StringVar(&priority, "priority", "", "critical, high, normal (default) or low")
-	f.StringVar(&req.CallbackURL, "callback-url", "", "URL that receives a signed POST when the job ends")
-	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "repeat-safe key: a repeat returns the original job")
-	f.StringVar(&md.SourceService, "source-service", "", "metadata.source_service")
-	f.StringVar(&md.CorrelationID, "correlation-id", "", "metadata.correlation_id")
-	f.StringVar(&md.ParentJobID, "parent-job-id", "", "metadata.parent_job_id")
-	f.BoolVarP(&watch, "watch", "w", false, "follow the job's events until it ends")
-	cmd.MarkFlagsMutuallyExclusive("payload", "payload-file", "prompt")
+	d.bind(cmd)
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the job's events until it ends")
 	return cmd
+}
+
+// dispatchFlags are the flags that make a dispatch body, shared by dispatch and chain run.
+type dispatchFlags struct {
+	req                                    client.DispatchRequest
+	md                                     client.Metadata
+	payload, payloadFile, prompt, priority string
+}
+
+func (d *dispatchFlags) bind(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&d.payload, "payload", "", "payload as a JSON object")
+	f.StringVar(&d.payloadFile, "payload-file", "", "file holding the payload JSON object (- for stdin)")
+	f.StringVar(&d.prompt, "prompt", "", `shorthand for --payload '{"prompt": "..."}'`)
+	f.StringVar(&d.req.UserID, "user", "", "end user the job is for (per-user rate limits)")
+	f.StringVar(&d.priority, "priority", "", "critical, high, normal (default) or low")
+	f.StringVar(&d.req.CallbackURL, "callback-url", "", "URL that receives a signed POST when the job ends")
+	f.StringVar(&d.req.IdempotencyKey, "idempotency-key", "", "repeat-safe key: a repeat returns the original job")
+	f.StringVar(&d.md.SourceService, "source-service", "", "metadata.source_service")
+	f.StringVar(&d.md.CorrelationID, "correlation-id", "", "metadata.correlation_id")
+	f.StringVar(&d.md.ParentJobID, "parent-job-id", "", "metadata.parent_job_id")
+	cmd.MarkFlagsMutuallyExclusive("payload", "payload-file", "prompt")
+}
+
+// dispatchRequest builds the dispatch body of jobType from the flags.
+func (a *app) dispatchRequest(d *dispatchFlags, jobType string) (client.DispatchRequest, error) {
+	raw, err := a.payload(d.payload, d.payloadFile, d.prompt)
+	if err != nil {
+		return client.DispatchRequest{}, err
+	}
+	req := d.req
+	req.JobType, req.Payload, req.Priority = jobType, raw, client.Priority(d.priority)
+	if d.md != (client.Metadata{}) {
+		md := d.md
+		req.Metadata = &md
+	}
+	return req, nil
 }
 
 // payload returns the job payload from exactly one of the three flags.
@@ -111,6 +129,9 @@ func (a *app) printDispatch(res client.DispatchResult) {
 		verb = "duplicate of an earlier dispatch"
 	}
 	fmt.Fprintf(w, "job\t%s (%s)\n", res.JobID, verb)
+	if res.ChainID != "" {
+		fmt.Fprintf(w, "chain\t%s (the job is its parent run)\n", res.ChainID)
+	}
 	fmt.Fprintf(w, "status\t%s\n", res.Status)
 	fmt.Fprintf(w, "queue\t%s (%d consumers, position %d)\n", res.Queue, res.Consumers, res.EstimatedPosition)
 	fmt.Fprintf(w, "trace\t%s\n", res.TraceID)
@@ -327,21 +348,12 @@ func (a *app) listCmd() *cobra.Command {
 			if opts.Until, err = parseTime("until", until); err != nil {
 				return err
 			}
-			var runs []client.Run
-			next := ""
-			if all {
-				for r, err := range a.client.ListAll(cmd.Context(), opts) {
-					if err != nil {
-						return err
-					}
-					runs = append(runs, r)
-				}
-			} else {
+			runs, next, err := collect(all, a.client.ListAll(cmd.Context(), opts), func() ([]client.Run, string, error) {
 				page, err := a.client.List(cmd.Context(), opts)
-				if err != nil {
-					return err
-				}
-				runs, next = page.Items, page.NextCursor
+				return page.Items, page.NextCursor, err
+			})
+			if err != nil {
+				return err
 			}
 			if a.json() {
 				return a.emit(client.RunPage{Items: orEmpty(runs), NextCursor: next})
@@ -352,13 +364,7 @@ func (a *app) listCmd() *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.JobID, r.JobType, r.Status, r.Queue, r.Priority,
 					r.Timings.CreatedAt.Local().Format(time.RFC3339))
 			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			if next != "" {
-				fmt.Fprintf(a.out, "more: --cursor %s (or --all)\n", next)
-			}
-			return nil
+			return a.flushPage(w, next)
 		},
 	}
 	f := cmd.Flags()
@@ -367,10 +373,43 @@ func (a *app) listCmd() *cobra.Command {
 	f.StringVar(&opts.Queue, "queue", "", "only jobs of this queue")
 	f.StringVar(&since, "since", "", "only jobs created at or after this RFC 3339 time")
 	f.StringVar(&until, "until", "", "only jobs created before this RFC 3339 time")
-	f.IntVar(&opts.Limit, "limit", 0, "page size (dispatcher default 50)")
-	f.StringVar(&opts.Cursor, "cursor", "", "continue from a previous page")
-	f.BoolVar(&all, "all", false, "fetch every page")
+	pageFlags(cmd, &opts.Limit, &opts.Cursor, &all)
 	return cmd
+}
+
+// pageFlags binds the paging flags of a list command.
+func pageFlags(cmd *cobra.Command, limit *int, cursor *string, all *bool) {
+	f := cmd.Flags()
+	f.IntVar(limit, "limit", 0, "page size (dispatcher default 50)")
+	f.StringVar(cursor, "cursor", "", "continue from a previous page")
+	f.BoolVar(all, "all", false, "fetch every page")
+}
+
+// flushPage flushes a list's table and says how to get the next page, if any.
+func (a *app) flushPage(w *tabwriter.Writer, next string) error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(a.out, "more: --cursor %s (or --all)\n", next)
+	}
+	return nil
+}
+
+// collect returns the items of a listing: with all, every page (from each), else the first
+// page (from page) and the cursor of the next.
+func collect[T any](all bool, each iter.Seq2[T, error], page func() ([]T, string, error)) ([]T, string, error) {
+	if !all {
+		return page()
+	}
+	var items []T
+	for it, err := range each {
+		if err != nil {
+			return nil, "", err
+		}
+		items = append(items, it)
+	}
+	return items, "", nil
 }
 
 func parseTime(flag, v string) (time.Time, error) {
