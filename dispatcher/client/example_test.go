@@ -127,3 +127,34 @@ func ExampleKeysService_Create() {
 	}
 	fmt.Println("store this now:", k.Secret)
 }
+
+func ExampleClient_WatchChain() {
+	ctx := context.Background()
+	c, _ := client.New("http://127.0.0.1:8080", os.Getenv("SWITCHYARD_API_KEY"))
+	// Dispatching a chain skill's job type starts the chain; the job is its parent run.
+	res, err := c.Dispatch(ctx, client.DispatchRequest{JobType: "demo_research",
+		Payload: map[string]any{"topic": "tidal power"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for e, err := range c.WatchChain(ctx, res.ChainID, nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if d, ok := e.ChainData(); ok && e.Type == "chain:step_ended" {
+			fmt.Println(d.StepID, d.Status, d.CostUSD)
+		}
+	}
+	ch, err := c.Chain(ctx, res.ChainID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if ch.Status != client.ChainCompleted {
+		// Run the failed, cancelled and skipped steps again, reusing what completed.
+		again, err := c.RerunChain(ctx, ch.ChainID)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("rerun", again.ChainID, "reused", again.Reused)
+	}
+}

@@ -381,6 +381,8 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 		{args: []string{"list"}, lists: []string{"items"}},
 		{args: []string{"list", "--all"}, lists: []string{"items"}},
 		{args: []string{"list", "--status", "failed", "--limit", "5"}, lists: []string{"items"}},
+		{args: []string{"chain", "list"}, lists: []string{"items"}},
+		{args: []string{"chain", "list", "--all"}, lists: []string{"items"}},
 		{args: []string{"reviews"}},
 		{args: []string{"skills", "list", "-q", "no_such_skill"}},
 		{args: []string{"skills", "apply", "--dir", dir, "--dry-run"}, lists: []string{"changes", "unchanged", "unmanaged", "applied"}},
@@ -410,7 +412,7 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 // dispatcher.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"list", "--help"}, {"help", "skills", "apply"}} {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"list", "--help"}, {"help", "skills", "apply"}, {"chain", "run", "--help"}} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), args, strings.NewReader(""), &out, &errOut, func(string) string { return "" })
 		require.Equal(t, exitOK, code, "%v: %s", args, errOut.String())
