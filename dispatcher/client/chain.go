@@ -220,7 +220,8 @@ func (w *chainWatch) fail(ctx context.Context, err error) { yieldErr(ctx, w.yiel
 
 // socket follows the stream; it reports whether watching is over (false: fall back to
 // polling). The subscription is a message rather than the query, as only a message can
-// carry after_seqs.
+// carry after_seqs; one over the stream's 8 KiB message limit (a resume of a chain with
+// hundreds of runs) makes the stream close, and watching goes on by polling.
 func (w *chainWatch) socket(ctx context.Context) (done bool) {
 	msg := map[string]any{"type": "subscribe", "chain_id": w.chainID}
 	if len(w.last) > 0 {

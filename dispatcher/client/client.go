@@ -1,6 +1,7 @@
 // Package client is the Go client of the Switchyard dispatcher's public HTTP API
 // (docs/api.md), for plugin services and tools such as the yard CLI: dispatch jobs, follow
-// them, review held ones and administer skills, keys, queues and the organisation.
+// them, start, follow, cancel and re-run chains, review held ones and administer skills,
+// keys, queues and the organisation.
 //
 // Every method takes a context. A non-2xx answer is returned as an *APIError carrying the
 // dispatcher's structured error body; compare it with the sentinels (ErrJobNotFound,
