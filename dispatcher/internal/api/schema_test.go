@@ -225,6 +225,11 @@ var schemaPairs = []struct {
 	{"Metadata", reflect.TypeFor[apitypes.Metadata](), false},
 	{"FieldError", reflect.TypeFor[apitypes.FieldError](), true},
 	{"Error", reflect.TypeFor[apierr.Body](), true},
+	{"Chain", reflect.TypeFor[apitypes.Chain](), true},
+	{"ChainStep", reflect.TypeFor[apitypes.ChainStep](), true},
+	{"ChainSummary", reflect.TypeFor[apitypes.ChainSummary](), true},
+	{"ChainList", reflect.TypeFor[apitypes.ChainList](), true},
+	{"ChainControl", reflect.TypeFor[apitypes.ChainControl](), true},
 
 	// The dispatcher's own.
 	{"DispatchRequest", reflect.TypeFor[dispatch.Request](), false},
