@@ -91,11 +91,10 @@ func chainView(v runstore.ChainView, now time.Time) (apitypes.Chain, error) {
 				step.Instances = new(*whole.Instances)
 			}
 			out.Steps = append(out.Steps, step)
-			st.Steps = append(st.Steps, &chain.StepRow{StepID: r.StepID, Instance: r.Instance, Status: r.Status,
-				RunStatus: r.RunStatus, StartedAt: r.StartedAt})
+			st.Steps = append(st.Steps, &chain.StepRow{ChainStep: r})
 		}
 		if len(insts) > 0 && whole != nil {
-			st.Steps = append(st.Steps, &chain.StepRow{StepID: whole.StepID, Instance: chain.Whole, Status: whole.Status})
+			st.Steps = append(st.Steps, &chain.StepRow{ChainStep: *whole})
 		}
 	}
 	out.Progress = chain.Progress(st, now)
@@ -119,19 +118,9 @@ func (s *Server) listChains(c echo.Context) error {
 	if f.Status != "" && !slices.Contains(chainStatuses, f.Status) {
 		return badQuery("status", "unknown chain status "+strconv.Quote(f.Status))
 	}
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			return badQuery("limit", "must be 1 to 200")
-		}
-		f.Limit = n
-	}
-	if v := c.QueryParam("cursor"); v != "" {
-		t, id, ok := decodeCursor(v)
-		if !ok {
-			return badQuery("cursor", "is not a cursor returned by this API")
-		}
-		f.AfterCreated, f.AfterID = &t, id
+	var err error
+	if f.Limit, f.AfterCreated, f.AfterID, err = page(c, f.Limit); err != nil {
+		return err
 	}
 	rows, err := runstore.New(s.DB).ListChains(c.Request().Context(), principal(c).OrgID, f)
 	if err != nil {

@@ -56,19 +56,9 @@ func (s *Server) listRuns(c echo.Context) error {
 			*p.dst = &t
 		}
 	}
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			return badQuery("limit", "must be 1 to 200")
-		}
-		f.Limit = n
-	}
-	if v := c.QueryParam("cursor"); v != "" {
-		t, id, ok := decodeCursor(v)
-		if !ok {
-			return badQuery("cursor", "is not a cursor returned by this API")
-		}
-		f.AfterCreated, f.AfterID = &t, id
+	var err error
+	if f.Limit, f.AfterCreated, f.AfterID, err = page(c, f.Limit); err != nil {
+		return err
 	}
 	runs, err := s.runs().ListRuns(c.Request().Context(), principal(c).OrgID, f)
 	if err != nil {
@@ -83,6 +73,26 @@ func (s *Server) listRuns(c echo.Context) error {
 		out["nextCursor"] = encodeCursor(last.Timings.CreatedAt, last.JobID)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// page reads a list's limit (1 to 200, default def) and keyset cursor.
+func page(c echo.Context, def int) (limit int, afterCreated *time.Time, afterID string, err error) {
+	limit = def
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return 0, nil, "", badQuery("limit", "must be 1 to 200")
+		}
+		limit = n
+	}
+	if v := c.QueryParam("cursor"); v != "" {
+		t, id, ok := decodeCursor(v)
+		if !ok {
+			return 0, nil, "", badQuery("cursor", "is not a cursor returned by this API")
+		}
+		afterCreated, afterID = &t, id
+	}
+	return limit, afterCreated, afterID, nil
 }
 
 func encodeCursor(t time.Time, id string) string {

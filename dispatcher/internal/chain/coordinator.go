@@ -264,10 +264,7 @@ func state(ch runstore.Chain, rows []runstore.ChainStep) (*State, error) {
 	s := &State{ID: ch.ID, OrgID: ch.OrgID, ParentRunID: ch.ParentRunID, JobType: ch.JobType, Status: ch.Status,
 		Input: ch.Input, Def: def, TraceID: ch.TraceID, UserID: ch.UserID, Priority: ch.Priority, CreatedAt: ch.CreatedAt, DeadlineAt: ch.DeadlineAt, Error: ch.Error}
 	for _, r := range rows {
-		s.Steps = append(s.Steps, &StepRow{StepID: r.StepID, Instance: r.Instance, Status: r.Status, RunID: r.RunID,
-			Attempt: r.Attempt, Instances: r.Instances, Reason: r.Reason, Reused: r.Reused, SpanID: r.SpanID,
-			Output: r.Output, Error: r.Error, CostUSD: r.CostUSD, RunStatus: r.RunStatus, StartedAt: r.StartedAt,
-			FinishedAt: r.FinishedAt})
+		s.Steps = append(s.Steps, &StepRow{ChainStep: r})
 	}
 	return s, nil
 }
@@ -444,10 +441,7 @@ func (t *tx) write() error {
 	var changed []runstore.ChainStep
 	for _, r := range t.e.S.Steps {
 		if r.Changed {
-			changed = append(changed, runstore.ChainStep{StepID: r.StepID, Instance: r.Instance, Status: r.Status,
-				RunID: r.RunID, Attempt: r.Attempt, Instances: r.Instances, Reason: r.Reason, Reused: r.Reused,
-				SpanID: r.SpanID, Output: r.Output, Error: r.Error, CostUSD: r.CostUSD, StartedAt: r.StartedAt,
-				FinishedAt: r.FinishedAt})
+			changed = append(changed, r.ChainStep)
 		}
 	}
 	if err := t.rs.SaveChainSteps(t.ctx, t.e.S.ID, changed); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/event"
@@ -30,27 +31,11 @@ const (
 // step's instances are numbered from 0.
 const Whole = -1
 
-// StepRow is one row of chain_steps: a step, or one instance of a for_each step.
+// StepRow is one row of chain_steps — a step, or one instance of a for_each step — as
+// the run store reads and writes it (RunStatus, the live status of a dispatched step's run,
+// is read, never written), and whether the engine changed it.
 type StepRow struct {
-	StepID   string
-	Instance int
-	Status   string
-	// RunID is the step's current run (its latest attempt); Attempt counts its dispatches.
-	RunID   string
-	Attempt int
-	// Instances is how many instances a for_each step became, once it fanned out.
-	Instances *int
-	Reason    string
-	Reused    bool
-	SpanID    string
-	Output    json.RawMessage
-	Error     json.RawMessage
-	CostUSD   float64
-	// RunStatus is the live status of the step's run while it is dispatched (read, never
-	// written by the engine): held_for_review, queued, running or pending_review.
-	RunStatus  string
-	StartedAt  *time.Time
-	FinishedAt *time.Time
+	runstore.ChainStep
 	// Changed marks a row the engine changed: the coordinator writes these.
 	Changed bool
 }
@@ -142,7 +127,7 @@ func (e *Engine) whole(stepID string) *StepRow {
 	if r := e.row(stepID, Whole); r != nil {
 		return r
 	}
-	r := &StepRow{StepID: stepID, Instance: Whole, Status: Pending, Changed: true}
+	r := &StepRow{ChainStep: runstore.ChainStep{StepID: stepID, Instance: Whole, Status: Pending}, Changed: true}
 	e.S.Steps = append(e.S.Steps, r)
 	return r
 }
@@ -385,7 +370,7 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 	w.Status, w.StartedAt = Dispatched, ptr(e.now())
 	labels := make([]string, 0, n)
 	for i := range list {
-		in := &StepRow{StepID: s.StepID, Instance: i, Status: Pending, Changed: true}
+		in := &StepRow{ChainStep: runstore.ChainStep{StepID: s.StepID, Instance: i, Status: Pending}, Changed: true}
 		e.S.Steps = append(e.S.Steps, in)
 		if err := e.dispatch(in, 1, nil); err != nil {
 			return nil, err
