@@ -8,10 +8,10 @@ GO ?= go
 PKGS = $(shell scripts/modules.sh)
 MODULE_DIRS = $(patsubst ./%/...,%,$(PKGS))
 
-.PHONY: help build run start stop status test faults fmt vet lint clean
+.PHONY: help build run start stop status test faults bench-handoff fmt vet lint clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build every binary (<module>/cmd/<name>) into .run/bin
 	scripts/build.sh
@@ -33,6 +33,9 @@ test: ## go vet + go test over every module (and web/ tests) against a throwaway
 
 faults: ## the fault suite on a platform of its own (docs/faults.md); e.g. FAULTS_FLAGS='-faults pg-stop -load 60s'
 	$(GO) run ./bench/cmd/faults $(FAULTS_FLAGS)
+
+bench-handoff: ## chain hand-off, Switchyard beside Temporal's dev server (docs/PERFORMANCE.md); e.g. HANDOFF_FLAGS='-systems temporal'
+	bench/cmd/handoff/run.sh $(HANDOFF_FLAGS)
 
 fmt: ## gofmt every module
 	gofmt -l -w $(MODULE_DIRS)

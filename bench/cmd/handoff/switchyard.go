@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
+	"github.com/switchyard-ai/switchyard/harness"
+	"golang.org/x/sync/errgroup"
+)
+
+// chainSkill is the bench's chain: three llm_only steps one after another (each a
+// demo_llm call to sim-llm at zero latency), dispatched like any chain.
+const chainSkill = "bench_handoff_chain"
+
+// switchyard is every service of `make run` through the process harness, on a fresh
+// database and Redis database of the test servers.
+type switchyard struct {
+	h    *harness.Harness
+	dir  string
+	drop func()
+}
+
+func startSwitchyard(ctx context.Context, bin string) (_ *switchyard, err error) {
+	dir, err := os.MkdirTemp("", "handoff")
+	if err != nil {
+		return nil, err
+	}
+	s := &switchyard{dir: dir, drop: func() {}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if bin == "" {
+		bin = filepath.Join(dir, "bin")
+		if err := harness.Build(ctx, bin, harness.Platform...); err != nil {
+			return nil, err
+		}
+	}
+	dbURL, redisURL, drop, err := harness.TestkitStores()
+	if err != nil {
+		return nil, fmt.Errorf("switchyard: the test stores (eval \"$(scripts/stack.sh env test)\"): %w", err)
+	}
+	s.drop = drop
+	if s.h, err = harness.New(ctx, harness.Options{Dir: dir, Bin: bin, DatabaseURL: dbURL, RedisURL: redisURL,
+		RouterTLS: true, Bootstrap: true, LogLevel: "warn", StopGrace: 10 * time.Second,
+		SimArgs: []string{"--log-level", "warn", "--model", "sim-fast=latency=0,output=constant:16",
+			"--model", "sim-large=latency=0,output=constant:16"}}); err != nil {
+		return nil, err
+	}
+	if err := s.h.StartAll(ctx, harness.Platform...); err != nil {
+		return nil, err
+	}
+	// No organisation rate limit or backlog cap: the bench measures hand-offs, not them.
+	if err := s.h.Admin(ctx, http.MethodPatch, "/api/v1/admin/org",
+		map[string]any{"orgRpm": 0, "userRpm": 0, "maxBacklog": 0}, nil); err != nil {
+		return nil, err
+	}
+	step := func(id string, parents ...string) map[string]any {
+		return map[string]any{"step_id": id, "job_type": "demo_llm", "depends_on": parents,
+			"payload": map[string]any{"messages": []map[string]string{{"role": "user", "content": "Step " + id}}}}
+	}
+	skill := map[string]any{"job_type": chainSkill, "description": "Hand-off benchmark: three llm_only steps in a row.",
+		"execution_type": "chain", "queue": "default", "risk_level": "minimal", "data_residency": "any",
+		"timeout_seconds": 300, "chain": map[string]any{"on_failure": "abort",
+			"steps": []any{step("s1"), step("s2", "s1"), step("s3", "s2")}}}
+	if err := s.h.Admin(ctx, http.MethodPut, "/api/v1/skills/"+chainSkill, skill, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *switchyard) Name() string { return "switchyard" }
+
+func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ string) ([]time.Duration, time.Duration, error) {
+	pids := append(append(append(s.h.PIDs(harness.Dispatcher), s.h.PIDs(harness.Executor)...),
+		s.h.PIDs(harness.Router)...), s.h.PIDs(harness.Sim)...)
+	cpuBefore, err := hostcpu.Processes(pids...)
+	if err != nil {
+		return nil, 0, err
+	}
+	w := newWaiter(s.h)
+	defer w.stop()
+	if _, err := s.drive(ctx, w, inflight, warmup); err != nil {
+		return nil, 0, fmt.Errorf("warm-up: %w", err)
+	}
+	chains, err := s.drive(ctx, w, inflight, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	cpuAfter, err := hostcpu.Processes(pids...)
+	if err != nil {
+		return nil, 0, err
+	}
+	handoffs, err := s.handoffs(ctx, chains)
+	return handoffs, cpuAfter - cpuBefore, err
+}
+
+// drive dispatches n chains, inflight at a time (each when one before has ended), and
+// returns their ids.
+func (s *switchyard) drive(ctx context.Context, w *waiter, inflight, n int) ([]string, error) {
+	var mu sync.Mutex
+	var ids []string
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(inflight)
+	for range n {
+		g.Go(func() error {
+			id, err := s.runOne(ctx, w)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			ids = append(ids, id)
+			mu.Unlock()
+			return nil
+		})
+	}
+	return ids, g.Wait()
+}
+
+func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
+	var res struct {
+		ChainID string `json:"chainId"`
+	}
+	if err := s.h.Admin(ctx, http.MethodPost, "/api/v1/dispatch",
+		map[string]any{"job_type": chainSkill, "payload": map[string]any{}}, &res); err != nil {
+		return "", err
+	}
+	if res.ChainID == "" {
+		return "", errors.New("dispatching the chain skill answered no chainId")
+	}
+	status, err := w.wait(ctx, res.ChainID, 2*time.Minute)
+	if err != nil {
+		return "", err
+	}
+	if status != "completed" {
+		return "", fmt.Errorf("chain %s ended %s", res.ChainID, status)
+	}
+	return res.ChainID, nil
+}
+
+// handoffs reads the chains' steps from Postgres: for each chain, s2's run started_at −
+// s1's run finished_at and s3's − s2's (the latest attempt's run of each step).
+func (s *switchyard) handoffs(ctx context.Context, chains []string) ([]time.Duration, error) {
+	rows, err := s.h.DB.Query(ctx, `SELECT cs.chain_id::text, cs.step_id, r.started_at, r.finished_at
+		FROM chain_steps cs JOIN runs r ON r.id = cs.run_id
+		WHERE cs.chain_id = ANY($1::uuid[]) AND cs.instance = -1`, chains)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type span struct{ start, end *time.Time }
+	steps := map[string]map[string]span{}
+	for rows.Next() {
+		var chain, step string
+		var sp span
+		if err := rows.Scan(&chain, &step, &sp.start, &sp.end); err != nil {
+			return nil, err
+		}
+		if steps[chain] == nil {
+			steps[chain] = map[string]span{}
+		}
+		steps[chain][step] = sp
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for _, c := range chains {
+		st := steps[c]
+		for _, pair := range [][2]string{{"s1", "s2"}, {"s2", "s3"}} {
+			prev, next := st[pair[0]], st[pair[1]]
+			if prev.end == nil || next.start == nil {
+				return nil, fmt.Errorf("chain %s: step %s or %s has no run times", c, pair[0], pair[1])
+			}
+			out = append(out, next.start.Sub(*prev.end))
+		}
+	}
+	return out, nil
+}
+
+func (s *switchyard) Close() {
+	if s.h != nil {
+		s.h.Close()
+	}
+	s.drop()
+	os.RemoveAll(s.dir)
+}
+
+// waiter tells chains' ends with one Postgres query per tick for every chain in flight,
+// so that 200 chains waiting cost the platform no more than one.
+type waiter struct {
+	h    *harness.Harness
+	mu   sync.Mutex
+	subs map[string]chan string
+	done chan struct{}
+}
+
+func newWaiter(h *harness.Harness) *waiter {
+	w := &waiter{h: h, subs: map[string]chan string{}, done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *waiter) wait(ctx context.Context, chain string, timeout time.Duration) (string, error) {
+	ch := make(chan string, 1)
+	w.mu.Lock()
+	w.subs[chain] = ch
+	w.mu.Unlock()
+	select {
+	case st := <-ch:
+		return st, nil
+	case <-time.After(timeout):
+		w.mu.Lock()
+		delete(w.subs, chain)
+		w.mu.Unlock()
+		return "", fmt.Errorf("chain %s still running after %s", chain, timeout)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (w *waiter) loop() {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-tick.C:
+		}
+		w.mu.Lock()
+		ids := make([]string, 0, len(w.subs))
+		for id := range w.subs {
+			ids = append(ids, id)
+		}
+		w.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		rows, err := w.h.DB.Query(context.Background(),
+			`SELECT id::text, status FROM chains WHERE id = ANY($1::uuid[]) AND status <> 'running'`, ids)
+		if err != nil {
+			continue // the next tick asks again
+		}
+		for rows.Next() {
+			var id, status string
+			if rows.Scan(&id, &status) != nil {
+				continue
+			}
+			w.mu.Lock()
+			if ch, ok := w.subs[id]; ok {
+				ch <- status
+				delete(w.subs, id)
+			}
+			w.mu.Unlock()
+		}
+		rows.Close()
+	}
+}
+
+func (w *waiter) stop() { close(w.done) }
