@@ -38,11 +38,12 @@ func main() {
 	levels := flag.String("levels", "1x200,200x1000", "concurrency levels, comma-separated: <chains in flight>x<chains measured>")
 	rounds := flag.Int("rounds", 2, "rounds; each runs every level on every system, the systems' order alternating")
 	warmup := flag.Int("warmup", 20, "chains run first in each phase and not counted")
-	systems := flag.String("systems", "temporal,switchyard", "systems to measure, comma-separated")
+	systems := flag.String("systems", "temporal,temporal-tuned,switchyard", "systems to measure, comma-separated: "+
+		"temporal (the dev server as it starts), temporal-tuned (its documented latency knobs, see tunedFlags), switchyard")
 	temporalServer := flag.String("temporal-server", "", "the Temporal CLI binary (`temporal server start-dev` is started with it)")
 	temporalBench := flag.String("temporal-bench", "", "the temporalhandoff binary (bench/temporal)")
-	temporalFlags := flag.String("temporal-flags", "", "extra `temporal server start-dev` flags, space-separated "+
-		"(e.g. --dynamic-config-value system.enableActivityEagerExecution=true)")
+	temporalFlags := flag.String("temporal-flags", "", "extra `temporal server start-dev` flags for both Temporal systems, space-separated "+
+		"(e.g. --dynamic-config-value matching.numTaskqueueReadPartitions=1)")
 	bin := flag.String("bin", "", "switchyard: directory with the platform's binaries (default: build them)")
 	flag.Parse()
 	if err := run(*levels, *rounds, *warmup, strings.Split(*systems, ","), *temporalServer, *temporalBench,
@@ -91,7 +92,7 @@ type Result struct {
 	P99MS    float64 `json:"p99_ms"`
 	MaxMS    float64 `json:"max_ms"`
 	MeanMS   float64 `json:"mean_ms"`
-	// ElapsedS is the phase's measured part; ChainsPerS its chains over that time.
+	// ElapsedS is the whole phase, warm-up included; ChainsPerS its chains (warm-up too) per second.
 	ElapsedS   float64 `json:"elapsed_s,omitempty"`
 	ChainsPerS float64 `json:"chains_per_s,omitempty"`
 	// CPUMSPerChain is the CPU time of the system's own processes (for Temporal the server
@@ -122,11 +123,13 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 		var s system
 		switch strings.TrimSpace(name) {
 		case "temporal":
-			s, err = startTemporal(ctx, temporalServer, temporalBench, temporalFlags)
+			s, err = startTemporal(ctx, "temporal", temporalServer, temporalBench, temporalFlags)
+		case "temporal-tuned":
+			s, err = startTemporal(ctx, "temporal-tuned", temporalServer, temporalBench, append(slices.Clone(tunedFlags), temporalFlags...))
 		case "switchyard":
 			s, err = startSwitchyard(ctx, bin)
 		default:
-			err = fmt.Errorf("-systems: unknown system %q (temporal, switchyard)", name)
+			err = fmt.Errorf("-systems: unknown system %q (temporal, temporal-tuned, switchyard)", name)
 		}
 		if err != nil {
 			return err

@@ -23,6 +23,7 @@ import (
 // service in one process, headless) and the temporalhandoff bench that runs a worker
 // against it.
 type temporal struct {
+	name   string
 	server *exec.Cmd
 	exited chan struct{} // closed once the server has exited
 	bench  string
@@ -30,7 +31,18 @@ type temporal struct {
 	log    *os.File
 }
 
-func startTemporal(ctx context.Context, serverBin, benchBin string, extra []string) (_ *temporal, err error) {
+// tunedFlags are the dev server's dynamic-config values of the temporal-tuned system:
+// Temporal's documented latency knobs. The history service reads its transfer queue (the
+// tasks that hand a workflow or activity task to matching) at most
+// history.transferProcessorMaxPollRPS (20) times a second per shard, which alone costs a
+// hand-off of two such tasks up to 2 × 50 ms when idle; eager activity execution hands the
+// next activity back to the worker in the workflow task's answer, skipping matching.
+var tunedFlags = []string{
+	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000",
+	"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+}
+
+func startTemporal(ctx context.Context, name, serverBin, benchBin string, extra []string) (_ *temporal, err error) {
 	if serverBin == "" || benchBin == "" {
 		return nil, errors.New("temporal: -temporal-server and -temporal-bench are required (bench/cmd/handoff/run.sh builds both)")
 	}
@@ -45,7 +57,7 @@ func startTemporal(ctx context.Context, serverBin, benchBin string, extra []stri
 			return nil, err
 		}
 	}
-	t := &temporal{bench: benchBin, addr: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	t := &temporal{name: name, bench: benchBin, addr: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 	if t.log, err = os.CreateTemp("", "temporal-dev-*.log"); err != nil {
 		return nil, err
 	}
@@ -85,11 +97,11 @@ func startTemporal(ctx context.Context, serverBin, benchBin string, extra []stri
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	fmt.Fprintf(os.Stderr, "temporal: dev server pid %d on %s (%v)\n", t.server.Process.Pid, t.addr, args)
+	fmt.Fprintf(os.Stderr, "%s: dev server pid %d on %s (%v)\n", name, t.server.Process.Pid, t.addr, args)
 	return t, nil
 }
 
-func (t *temporal) Name() string { return "temporal" }
+func (t *temporal) Name() string { return t.name }
 
 // chainLine is the part of temporalhandoff's JSON lines this command reads.
 type chainLine struct {
