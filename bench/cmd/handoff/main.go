@@ -45,9 +45,10 @@ func main() {
 	temporalFlags := flag.String("temporal-flags", "", "extra `temporal server start-dev` flags for both Temporal systems, space-separated "+
 		"(e.g. --dynamic-config-value matching.numTaskqueueReadPartitions=1)")
 	bin := flag.String("bin", "", "switchyard: directory with the platform's binaries (default: build them)")
+	slots := flag.Int("queue-concurrency", 1000, "switchyard: the default queue's concurrency (a Temporal worker's default: 1,000 activity slots)")
 	flag.Parse()
 	if err := run(*levels, *rounds, *warmup, strings.Split(*systems, ","), *temporalServer, *temporalBench,
-		strings.Fields(*temporalFlags), *bin); err != nil {
+		strings.Fields(*temporalFlags), *bin, *slots); err != nil {
 		fmt.Fprintln(os.Stderr, "handoff:", err)
 		os.Exit(1)
 	}
@@ -107,7 +108,7 @@ type Result struct {
 }
 
 func run(levelSpec string, rounds, warmup int, names []string, temporalServer, temporalBench string,
-	temporalFlags []string, bin string) error {
+	temporalFlags []string, bin string, slots int) error {
 	lv, err := parseLevels(levelSpec)
 	if err != nil {
 		return err
@@ -127,7 +128,7 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 		case "temporal-tuned":
 			s, err = startTemporal(ctx, "temporal-tuned", temporalServer, temporalBench, append(slices.Clone(tunedFlags), temporalFlags...))
 		case "switchyard":
-			s, err = startSwitchyard(ctx, bin)
+			s, err = startSwitchyard(ctx, bin, slots)
 		default:
 			err = fmt.Errorf("-systems: unknown system %q (temporal, temporal-tuned, switchyard)", name)
 		}

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/harness"
@@ -23,16 +28,20 @@ const chainSkill = "bench_handoff_chain"
 // database and Redis database of the test servers.
 type switchyard struct {
 	h    *harness.Harness
+	http *http.Client // many connections: up to 200 dispatches at once
 	dir  string
 	drop func()
 }
 
-func startSwitchyard(ctx context.Context, bin string) (_ *switchyard, err error) {
+// startSwitchyard starts the platform; the default queue gets concurrency slots, as a
+// Temporal worker has 1,000 activity slots by default (worker.Options{}).
+func startSwitchyard(ctx context.Context, bin string, concurrency int) (_ *switchyard, err error) {
 	dir, err := os.MkdirTemp("", "handoff")
 	if err != nil {
 		return nil, err
 	}
-	s := &switchyard{dir: dir, drop: func() {}}
+	s := &switchyard{dir: dir, drop: func() {},
+		http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512}}}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -61,6 +70,12 @@ func startSwitchyard(ctx context.Context, bin string) (_ *switchyard, err error)
 	// No organisation rate limit or backlog cap: the bench measures hand-offs, not them.
 	if err := s.h.Admin(ctx, http.MethodPatch, "/api/v1/admin/org",
 		map[string]any{"orgRpm": 0, "userRpm": 0, "maxBacklog": 0}, nil); err != nil {
+		return nil, err
+	}
+	// The executor restarts the queue's servers when its row changes; the warm-up chains
+	// of each phase run after that.
+	if err := s.h.Admin(ctx, http.MethodPut, "/api/v1/admin/queues/default", map[string]any{"class": "cpu",
+		"concurrency": concurrency, "timeoutSeconds": 300, "description": "General CPU work (hand-off bench)."}, nil); err != nil {
 		return nil, err
 	}
 	step := func(id string, parents ...string) map[string]any {
@@ -99,7 +114,7 @@ func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ strin
 	if err != nil {
 		return nil, 0, err
 	}
-	handoffs, err := s.handoffs(ctx, chains)
+	handoffs, err := stepHandoffs(ctx, s.h.DB, chains)
 	return handoffs, cpuAfter - cpuBefore, err
 }
 
@@ -129,8 +144,26 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 	var res struct {
 		ChainID string `json:"chainId"`
 	}
-	if err := s.h.Admin(ctx, http.MethodPost, "/api/v1/dispatch",
-		map[string]any{"job_type": chainSkill, "payload": map[string]any{}}, &res); err != nil {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.h.DispatcherURL+"/api/v1/dispatch",
+		strings.NewReader(`{"job_type":"`+chainSkill+`","payload":{}}`))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.h.AdminKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("dispatching %s: %s: %s", chainSkill, resp.Status, raw)
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
 		return "", err
 	}
 	if res.ChainID == "" {
@@ -146,10 +179,11 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 	return res.ChainID, nil
 }
 
-// handoffs reads the chains' steps from Postgres: for each chain, s2's run started_at −
-// s1's run finished_at and s3's − s2's (the latest attempt's run of each step).
-func (s *switchyard) handoffs(ctx context.Context, chains []string) ([]time.Duration, error) {
-	rows, err := s.h.DB.Query(ctx, `SELECT cs.chain_id::text, cs.step_id, r.started_at, r.finished_at
+// stepHandoffs reads the chains' steps from Postgres: for each chain, s2's run started_at
+// − s1's run finished_at and s3's − s2's (the latest attempt's run of each step, the one
+// chain_steps names).
+func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) ([]time.Duration, error) {
+	rows, err := db.Query(ctx, `SELECT cs.chain_id::text, cs.step_id, r.started_at, r.finished_at
 		FROM chain_steps cs JOIN runs r ON r.id = cs.run_id
 		WHERE cs.chain_id = ANY($1::uuid[]) AND cs.instance = -1`, chains)
 	if err != nil {
@@ -190,6 +224,7 @@ func (s *switchyard) Close() {
 	if s.h != nil {
 		s.h.Close()
 	}
+	s.http.CloseIdleConnections()
 	s.drop()
 	os.RemoveAll(s.dir)
 }
