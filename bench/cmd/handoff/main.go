@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -75,9 +76,20 @@ func parseLevels(s string) ([]level, error) {
 type system interface {
 	Name() string
 	// Phase runs warmup chains, then n chains with inflight at once, and returns the
-	// measured chains' hand-offs (two per chain) and the CPU its processes used.
-	Phase(ctx context.Context, inflight, n, warmup int, label string) (handoffs []time.Duration, cpu time.Duration, err error)
+	// measured chains' hand-offs and the CPU its processes used.
+	Phase(ctx context.Context, inflight, n, warmup int, label string) (sample, error)
 	Close()
+}
+
+// sample is what one phase of a system measured.
+type sample struct {
+	// handoffs are two per chain.
+	handoffs []time.Duration
+	// parts split each hand-off where the system records more than its two ends (by name,
+	// one per hand-off); nil where it does not.
+	parts map[string][]time.Duration
+	// cpu is the time the system's own processes ran during the phase.
+	cpu time.Duration
 }
 
 // Result is one JSON line: a system's hand-offs at one level in one round (Round 0: all
@@ -105,6 +117,15 @@ type Result struct {
 	HostBusy  float64 `json:"host_busy,omitempty"`
 	HostSteal float64 `json:"host_steal,omitempty"`
 	Load1     float64 `json:"load1,omitempty"`
+	// Parts are the hand-off's parts where the system records them (Switchyard: "coordinator",
+	// the previous step's end → the next step's run created; "pickup", created → claimed).
+	Parts map[string]Part `json:"parts,omitempty"`
+}
+
+// Part is the percentiles of one part of the hand-offs.
+type Part struct {
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
 }
 
 func run(levelSpec string, rounds, warmup int, names []string, temporalServer, temporalBench string,
@@ -151,7 +172,7 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 				slices.Reverse(round)
 			}
 			for _, s := range round {
-				res, handoffs, err := phase(ctx, s, l, warmup, r)
+				res, smp, err := phase(ctx, s, l, warmup, r)
 				if err != nil {
 					return fmt.Errorf("%s, %d in flight, round %d: %w", s.Name(), l.inflight, r, err)
 				}
@@ -159,13 +180,16 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 					return err
 				}
 				fmt.Fprintf(os.Stderr, "round %d  %-10s %3d in flight  %4d chains  hand-off %s  %.0f chains/s  cpu %.2f ms/chain  host busy %.0f%% steal %.0f%% load %.1f\n",
-					r, s.Name(), l.inflight, l.chains, stats.Summarize(handoffs), res.ChainsPerS, res.CPUMSPerChain,
+					r, s.Name(), l.inflight, l.chains, stats.Summarize(smp.handoffs), res.ChainsPerS, res.CPUMSPerChain,
 					100*res.HostBusy, 100*res.HostSteal, res.Load1)
+				for _, name := range slices.Sorted(maps.Keys(smp.parts)) {
+					fmt.Fprintf(os.Stderr, "         %-10s part %-11s %s\n", "", name, stats.Summarize(smp.parts[name]))
+				}
 				k := key{s.Name(), l}
 				if _, ok := all[k]; !ok {
 					order = append(order, k)
 				}
-				all[k] = append(all[k], handoffs...)
+				all[k] = append(all[k], smp.handoffs...)
 			}
 		}
 	}
@@ -182,29 +206,36 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 }
 
 // phase runs one system at one level and measures the host around it.
-func phase(ctx context.Context, s system, l level, warmup, round int) (Result, []time.Duration, error) {
+func phase(ctx context.Context, s system, l level, warmup, round int) (Result, sample, error) {
 	load1 := loadAverage()
 	before, err := hostcpu.Read()
 	if err != nil {
-		return Result{}, nil, err
+		return Result{}, sample{}, err
 	}
 	start := time.Now()
-	handoffs, cpu, err := s.Phase(ctx, l.inflight, l.chains, warmup, fmt.Sprintf("round %d", round))
+	smp, err := s.Phase(ctx, l.inflight, l.chains, warmup, fmt.Sprintf("round %d", round))
 	if err != nil {
-		return Result{}, nil, err
+		return Result{}, sample{}, err
 	}
 	elapsed := time.Since(start)
 	after, err := hostcpu.Read()
 	if err != nil {
-		return Result{}, nil, err
+		return Result{}, sample{}, err
 	}
 	use := after.Since(before)
-	res := summarize(s.Name(), round, l, handoffs)
+	res := summarize(s.Name(), round, l, smp.handoffs)
+	for name, d := range smp.parts {
+		st := stats.Summarize(d)
+		if res.Parts == nil {
+			res.Parts = map[string]Part{}
+		}
+		res.Parts[name] = Part{P50MS: float64(st.P50.Microseconds()) / 1000, P99MS: float64(st.P99.Microseconds()) / 1000}
+	}
 	res.ElapsedS = elapsed.Seconds()
 	res.ChainsPerS = float64(l.chains+warmup) / elapsed.Seconds()
-	res.CPUMSPerChain = float64(cpu.Microseconds()) / 1000 / float64(l.chains+warmup)
+	res.CPUMSPerChain = float64(smp.cpu.Microseconds()) / 1000 / float64(l.chains+warmup)
 	res.HostBusy, res.HostSteal, res.Load1 = use.Busy, use.Steal, load1
-	return res, handoffs, nil
+	return res, smp, nil
 }
 
 func summarize(name string, round int, l level, handoffs []time.Duration) Result {

@@ -59,7 +59,10 @@ func TestStepHandoffsReadTheStepsLatestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []time.Duration{30 * time.Millisecond, 3 * time.Millisecond}; !slices.Equal(got, want) {
-		t.Fatalf("hand-offs %v, want %v", got, want)
+	if want := []time.Duration{30 * time.Millisecond, 3 * time.Millisecond}; !slices.Equal(got.handoffs, want) {
+		t.Fatalf("hand-offs %v, want %v", got.handoffs, want)
+	}
+	if c, p := got.parts["coordinator"], got.parts["pickup"]; len(c) != 2 || len(p) != 2 || c[0]+p[0] != 30*time.Millisecond {
+		t.Fatalf("parts %v do not add up to the hand-offs", got.parts)
 	}
 }

@@ -94,28 +94,29 @@ func startSwitchyard(ctx context.Context, bin string, concurrency int) (_ *switc
 
 func (s *switchyard) Name() string { return "switchyard" }
 
-func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ string) ([]time.Duration, time.Duration, error) {
+func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ string) (sample, error) {
 	pids := append(append(append(s.h.PIDs(harness.Dispatcher), s.h.PIDs(harness.Executor)...),
 		s.h.PIDs(harness.Router)...), s.h.PIDs(harness.Sim)...)
 	cpuBefore, err := hostcpu.Processes(pids...)
 	if err != nil {
-		return nil, 0, err
+		return sample{}, err
 	}
 	w := newWaiter(s.h)
 	defer w.stop()
 	if _, err := s.drive(ctx, w, inflight, warmup); err != nil {
-		return nil, 0, fmt.Errorf("warm-up: %w", err)
+		return sample{}, fmt.Errorf("warm-up: %w", err)
 	}
 	chains, err := s.drive(ctx, w, inflight, n)
 	if err != nil {
-		return nil, 0, err
+		return sample{}, err
 	}
 	cpuAfter, err := hostcpu.Processes(pids...)
 	if err != nil {
-		return nil, 0, err
+		return sample{}, err
 	}
-	handoffs, err := stepHandoffs(ctx, s.h.DB, chains)
-	return handoffs, cpuAfter - cpuBefore, err
+	smp, err := stepHandoffs(ctx, s.h.DB, chains)
+	smp.cpu = cpuAfter - cpuBefore
+	return smp, err
 }
 
 // drive dispatches n chains, inflight at a time (each when one before has ended), and
@@ -181,22 +182,24 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 
 // stepHandoffs reads the chains' steps from Postgres: for each chain, s2's run started_at
 // − s1's run finished_at and s3's − s2's (the latest attempt's run of each step, the one
-// chain_steps names).
-func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) ([]time.Duration, error) {
-	rows, err := db.Query(ctx, `SELECT cs.chain_id::text, cs.step_id, r.started_at, r.finished_at
+// chain_steps names), each split at the next run's created_at into "coordinator" (the
+// report reaching the coordinator, which dispatches the next step) and "pickup" (its
+// queue transit to an executor's claim).
+func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) (sample, error) {
+	rows, err := db.Query(ctx, `SELECT cs.chain_id::text, cs.step_id, r.created_at, r.started_at, r.finished_at
 		FROM chain_steps cs JOIN runs r ON r.id = cs.run_id
 		WHERE cs.chain_id = ANY($1::uuid[]) AND cs.instance = -1`, chains)
 	if err != nil {
-		return nil, err
+		return sample{}, err
 	}
 	defer rows.Close()
-	type span struct{ start, end *time.Time }
+	type span struct{ created, start, end *time.Time }
 	steps := map[string]map[string]span{}
 	for rows.Next() {
 		var chain, step string
 		var sp span
-		if err := rows.Scan(&chain, &step, &sp.start, &sp.end); err != nil {
-			return nil, err
+		if err := rows.Scan(&chain, &step, &sp.created, &sp.start, &sp.end); err != nil {
+			return sample{}, err
 		}
 		if steps[chain] == nil {
 			steps[chain] = map[string]span{}
@@ -204,17 +207,19 @@ func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) ([]tim
 		steps[chain][step] = sp
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return sample{}, err
 	}
-	var out []time.Duration
+	out := sample{parts: map[string][]time.Duration{}}
 	for _, c := range chains {
 		st := steps[c]
 		for _, pair := range [][2]string{{"s1", "s2"}, {"s2", "s3"}} {
 			prev, next := st[pair[0]], st[pair[1]]
-			if prev.end == nil || next.start == nil {
-				return nil, fmt.Errorf("chain %s: step %s or %s has no run times", c, pair[0], pair[1])
+			if prev.end == nil || next.start == nil || next.created == nil {
+				return sample{}, fmt.Errorf("chain %s: step %s or %s has no run times", c, pair[0], pair[1])
 			}
-			out = append(out, next.start.Sub(*prev.end))
+			out.handoffs = append(out.handoffs, next.start.Sub(*prev.end))
+			out.parts["coordinator"] = append(out.parts["coordinator"], next.created.Sub(*prev.end))
+			out.parts["pickup"] = append(out.parts["pickup"], next.start.Sub(*next.created))
 		}
 	}
 	return out, nil

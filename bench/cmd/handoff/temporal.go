@@ -108,21 +108,21 @@ type chainLine struct {
 	HandoffsUS []int64 `json:"handoffs_us"`
 }
 
-func (t *temporal) Phase(ctx context.Context, inflight, n, warmup int, label string) ([]time.Duration, time.Duration, error) {
+func (t *temporal) Phase(ctx context.Context, inflight, n, warmup int, label string) (sample, error) {
 	serverBefore, err := hostcpu.Process(t.server.Process.Pid)
 	if err != nil {
-		return nil, 0, err
+		return sample{}, err
 	}
 	cmd := exec.CommandContext(ctx, t.bench, "-addr", t.addr, "-workflows", strconv.Itoa(n),
 		"-inflight", strconv.Itoa(inflight), "-warmup", strconv.Itoa(warmup), "-label", label)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, 0, fmt.Errorf("temporalhandoff: %w\n%s", err, stderr.String())
+		return sample{}, fmt.Errorf("temporalhandoff: %w\n%s", err, stderr.String())
 	}
 	serverAfter, err := hostcpu.Process(t.server.Process.Pid)
 	if err != nil {
-		return nil, 0, err
+		return sample{}, err
 	}
 	cpu := serverAfter - serverBefore + cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	var out []time.Duration
@@ -130,16 +130,16 @@ func (t *temporal) Phase(ctx context.Context, inflight, n, warmup int, label str
 	for sc.Scan() {
 		var l chainLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, 0, fmt.Errorf("temporalhandoff printed %q: %w", sc.Text(), err)
+			return sample{}, fmt.Errorf("temporalhandoff printed %q: %w", sc.Text(), err)
 		}
 		for _, us := range l.HandoffsUS {
 			out = append(out, time.Duration(us)*time.Microsecond)
 		}
 	}
 	if len(out) != 2*n {
-		return nil, 0, fmt.Errorf("temporalhandoff reported %d hand-offs for %d workflows", len(out), n)
+		return sample{}, fmt.Errorf("temporalhandoff reported %d hand-offs for %d workflows", len(out), n)
 	}
-	return out, cpu, nil
+	return sample{handoffs: out, cpu: cpu}, nil
 }
 
 // Close stops the dev server (SIGTERM to its process group, SIGKILL after 10 s).
