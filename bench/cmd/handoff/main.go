@@ -26,9 +26,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
@@ -134,7 +136,10 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	// SIGINT and SIGTERM end the run through the deferred Close calls, which stop the
+	// Temporal dev servers and the platform instead of leaving them behind.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var sys []system
 	defer func() {
 		for _, s := range sys {
