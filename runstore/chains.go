@@ -72,17 +72,32 @@ type ChainStep struct {
 // store made on a transaction (InTx): the lock is held until that transaction ends.
 func (s *Store) LockChain(ctx context.Context, chainID string) (Chain, []ChainStep, error) {
 	var c Chain
-	err := s.db.QueryRow(ctx, lockChainSQL, chainID).Scan(&c.ID, &c.OrgID, &c.TraceID, &c.JobType, &c.Status,
-		&c.Definition, &c.Input, &c.UserID, &c.Priority, &c.ParentRunID, &c.CreatedAt, &c.DeadlineAt, &c.Error,
-		&c.CostUSD, &c.RerunOf)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, nil, ErrChainNotFound
-	}
-	if err != nil {
+	var steps []ChainStep
+	found := false
+	b := &pgx.Batch{}
+	// Both reads in one round trip; the first takes the lock, so the second reads the
+	// steps as the lock holder sees them.
+	b.Queue(lockChainSQL, chainID).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&c.ID, &c.OrgID, &c.TraceID, &c.JobType, &c.Status, &c.Definition, &c.Input, &c.UserID,
+			&c.Priority, &c.ParentRunID, &c.CreatedAt, &c.DeadlineAt, &c.Error, &c.CostUSD, &c.RerunOf)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	b.Queue(chainStepsSQL, chainID).Query(func(rows pgx.Rows) error {
+		var err error
+		steps, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ChainStep])
+		return err
+	})
+	if err := s.SendBatch(ctx, b); err != nil {
 		return c, nil, fmt.Errorf("locking chain %s: %w", chainID, err)
 	}
-	steps, err := s.chainSteps(ctx, chainID)
-	return c, steps, err
+	if !found {
+		return c, nil, ErrChainNotFound
+	}
+	return c, steps, nil
 }
 
 func (s *Store) chainSteps(ctx context.Context, chainID string) ([]ChainStep, error) {
@@ -97,6 +112,19 @@ func (s *Store) chainSteps(ctx context.Context, chainID string) ([]ChainStep, er
 func (s *Store) SaveChainSteps(ctx context.Context, chainID string, steps []ChainStep) error {
 	if len(steps) == 0 {
 		return nil
+	}
+	b := &pgx.Batch{}
+	QueueChainSteps(b, chainID, steps)
+	if err := s.SendBatch(ctx, b); err != nil {
+		return fmt.Errorf("saving steps of chain %s: %w", chainID, err)
+	}
+	return nil
+}
+
+// QueueChainSteps adds SaveChainSteps' statement to a batch (nothing for no steps).
+func QueueChainSteps(b *pgx.Batch, chainID string, steps []ChainStep) {
+	if len(steps) == 0 {
+		return
 	}
 	n := len(steps)
 	stepID, status, reason := make([]string, n), make([]string, n), make([]string, n)
@@ -117,11 +145,8 @@ func (s *Store) SaveChainSteps(ctx context.Context, chainID string, steps []Chai
 		output[i], errs[i] = optionalJSON(st.Output), optionalJSON(st.Error)
 		cost[i], started[i], finished[i] = st.CostUSD, st.StartedAt, st.FinishedAt
 	}
-	if _, err := s.db.Exec(ctx, saveChainStepsSQL, chainID, stepID, instance, status, runID, attempt, instances,
-		reason, reused, spanID, output, errs, cost, started, finished); err != nil {
-		return fmt.Errorf("saving steps of chain %s: %w", chainID, err)
-	}
-	return nil
+	b.Queue(saveChainStepsSQL, chainID, stepID, instance, status, runID, attempt, instances,
+		reason, reused, spanID, output, errs, cost, started, finished)
 }
 
 func optionalJSON(b json.RawMessage) *string {
@@ -132,12 +157,10 @@ func optionalJSON(b json.RawMessage) *string {
 	return &s
 }
 
-// UpdateChain writes a chain's status, error and cost after a transition.
-func (s *Store) UpdateChain(ctx context.Context, chainID, status string, errBody json.RawMessage, cost float64) error {
-	if _, err := s.db.Exec(ctx, updateChainSQL, chainID, status, optionalJSON(errBody), cost); err != nil {
-		return fmt.Errorf("updating chain %s: %w", chainID, err)
-	}
-	return nil
+// QueueUpdateChain adds the update of a chain's status, error and cost after a transition
+// to a batch.
+func QueueUpdateChain(b *pgx.Batch, chainID, status string, errBody json.RawMessage, cost float64) {
+	b.Queue(updateChainSQL, chainID, status, optionalJSON(errBody), cost)
 }
 
 // StepEnd is how a chain step's run stands, as the coordinator reads it when it is told

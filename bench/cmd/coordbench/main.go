@@ -47,14 +47,15 @@ func main() {
 	dir := flag.String("dir", ".run/coordbench", "directory of the bench's stores, logs and binaries")
 	pgPort := flag.Int("pg-port", 25437, "the bench's Postgres port")
 	redisPort := flag.Int("redis-port", 26384, "the bench's Redis port")
+	pprof := flag.String("pprof", "", "when set, the dispatcher serves Go's profiler there (SWITCHYARD_PPROF_ADDR)")
 	flag.Parse()
-	if err := bench(*dir, *pgPort, *redisPort, *chains, *steps, *rounds); err != nil {
+	if err := bench(*dir, *pgPort, *redisPort, *chains, *steps, *rounds, *pprof); err != nil {
 		fmt.Fprintln(os.Stderr, "coordbench:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(dir string, pgPort, redisPort, chains, steps, rounds int) error {
+func bench(dir string, pgPort, redisPort, chains, steps, rounds int, pprof string) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -69,8 +70,12 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int) error {
 		return err
 	}
 	defer st.Stop(context.WithoutCancel(ctx))
+	var env []string
+	if pprof != "" {
+		env = append(env, "SWITCHYARD_PPROF_ADDR="+pprof)
+	}
 	h, err := harness.New(ctx, harness.Options{Dir: dir, Bin: bin, DatabaseURL: st.DBURL, RedisURL: st.RedisURL,
-		Bootstrap: true})
+		Bootstrap: true, Env: env})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ type Options struct {
 	// Resolver, when set, replaces DNS for callback checks (tests).
 	Resolver netguard.Resolver
 	// CoordinatorConcurrency is how many chain transitions run at once (of different
-	// chains: one chain's are serialised by its lock); default 8.
+	// chains: one chain's are serialised by its lock); default 32.
 	CoordinatorConcurrency int
 }
 
@@ -93,7 +93,7 @@ func New(o Options) *App {
 	svc.Chains = coord
 	return &App{
 		Coordinator: coord,
-		coordinator: newCoordinatorServer(o.Asynq, coord, cmp.Or(o.CoordinatorConcurrency, 8), o.Log),
+		coordinator: newCoordinatorServer(o.Asynq, coord, cmp.Or(o.CoordinatorConcurrency, 32), o.Log),
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
 			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
 		Registry: reg,

@@ -94,7 +94,7 @@ func (c *Coordinator) process(ctx context.Context, t *asynq.Task) error {
 			c.Log.Error("dropping an unreadable step report", "error", err)
 			return nil
 		}
-		return c.StepDone(ctx, d.RunID)
+		return c.stepDone(ctx, d.ChainID, d.RunID)
 	case queue.TypeChainStart, queue.TypeChainTimeout:
 		var d queue.ChainTask
 		if err := json.Unmarshal(t.Payload(), &d); err != nil {
@@ -136,7 +136,14 @@ func (c *Coordinator) Start(ctx context.Context, chainID string) error {
 
 // StepDone applies the end of a chain step's run, as Postgres has it: a report is only a
 // nudge, so a repeated, late or early one changes nothing it should not.
-func (c *Coordinator) StepDone(ctx context.Context, runID string) error {
+func (c *Coordinator) StepDone(ctx context.Context, runID string) error { return c.stepDone(ctx, "", runID) }
+
+// stepDone is StepDone for a report that may name the run's chain (the executor's do):
+// then the run is read once, under the chain's lock.
+func (c *Coordinator) stepDone(ctx context.Context, chainID, runID string) error {
+	if chainID != "" {
+		return c.transition(ctx, chainID, func(tx *tx) error { return tx.ended(runID) })
+	}
 	end, err := runstore.New(c.DB).StepRunEnd(ctx, runID)
 	if errors.Is(err, runstore.ErrNotFound) {
 		c.Log.Warn("step report for a run that does not exist; dropped", "job_id", runID)
@@ -148,14 +155,21 @@ func (c *Coordinator) StepDone(ctx context.Context, runID string) error {
 	if end.ChainID == "" || !run.Status(end.Status).Terminal() {
 		return nil
 	}
-	return c.transition(ctx, end.ChainID, func(tx *tx) error {
-		end, err := tx.rs.StepRunEnd(ctx, runID) // again, under the lock
-		if err != nil {
-			return err
-		}
-		return tx.e.Ended(RunEnd{RunID: runID, Status: run.Status(end.Status), Output: end.Output,
-			Error: end.Error, CostUSD: end.CostUSD})
-	})
+	return c.transition(ctx, end.ChainID, func(tx *tx) error { return tx.ended(runID) })
+}
+
+// ended applies a step run's end as Postgres has it under the chain's lock. A run of
+// another chain (a report naming the wrong one) changes nothing.
+func (t *tx) ended(runID string) error {
+	end, err := t.rs.StepRunEnd(t.ctx, runID)
+	if errors.Is(err, runstore.ErrNotFound) || (err == nil && end.ChainID != t.e.S.ID) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return t.e.Ended(RunEnd{RunID: runID, Status: run.Status(end.Status), Output: end.Output,
+		Error: end.Error, CostUSD: end.CostUSD})
 }
 
 // Timeout ends a running chain whose deadline has passed.
@@ -432,24 +446,23 @@ func (t *tx) write() error {
 	if len(t.drafts) > 0 {
 		parentEnvs = runstore.QueueEvents(&t.batch, t.e.S.ParentRunID, t.e.S.OrgID, t.drafts)
 	}
-	if t.batch.Len() > 0 {
-		if err := t.rs.SendBatch(t.ctx, &t.batch); err != nil {
-			return err
-		}
-	}
-	t.envs = append(t.envs, parentEnvs...)
 	var changed []runstore.ChainStep
 	for _, r := range t.e.S.Steps {
 		if r.Changed {
 			changed = append(changed, r.ChainStep)
 		}
 	}
-	if err := t.rs.SaveChainSteps(t.ctx, t.e.S.ID, changed); err != nil {
-		return err
-	}
+	runstore.QueueChainSteps(&t.batch, t.e.S.ID, changed)
 	if len(changed) > 0 || t.e.S.Changed {
-		return t.rs.UpdateChain(t.ctx, t.e.S.ID, t.e.S.Status, t.e.S.Error, t.e.Cost())
+		runstore.QueueUpdateChain(&t.batch, t.e.S.ID, t.e.S.Status, t.e.S.Error, t.e.Cost())
 	}
+	if t.batch.Len() > 0 {
+		// Everything the transition writes, in one round trip.
+		if err := t.rs.SendBatch(t.ctx, &t.batch); err != nil {
+			return err
+		}
+	}
+	t.envs = append(t.envs, parentEnvs...)
 	return nil
 }
 

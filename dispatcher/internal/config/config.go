@@ -30,7 +30,7 @@ type Config struct {
 	// a run or chain must have been left alone before it repairs it.
 	ReconcileEvery, ReconcileGrace time.Duration
 	// CoordinatorConcurrency is SWITCHYARD_COORDINATOR_CONCURRENCY, how many chain
-	// transitions run at once; default 8.
+	// transitions run at once; default 32.
 	CoordinatorConcurrency int
 }
 
@@ -60,7 +60,7 @@ func FromEnv() (Config, error) {
 		}
 		*e.dst = d
 	}
-	n, err := strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_COORDINATOR_CONCURRENCY"), "8"))
+	n, err := strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_COORDINATOR_CONCURRENCY"), "32"))
 	if err != nil || n < 1 || n > 1000 {
 		return c, fmt.Errorf("SWITCHYARD_COORDINATOR_CONCURRENCY: want a number from 1 to 1000")
 	}
