@@ -136,7 +136,9 @@ func (c *Coordinator) Start(ctx context.Context, chainID string) error {
 
 // StepDone applies the end of a chain step's run, as Postgres has it: a report is only a
 // nudge, so a repeated, late or early one changes nothing it should not.
-func (c *Coordinator) StepDone(ctx context.Context, runID string) error { return c.stepDone(ctx, "", runID) }
+func (c *Coordinator) StepDone(ctx context.Context, runID string) error {
+	return c.stepDone(ctx, "", runID)
+}
 
 // stepDone is StepDone for a report that may name the run's chain (the executor's do):
 // then the run is read once, under the chain's lock.
