@@ -48,14 +48,22 @@ func main() {
 	pgPort := flag.Int("pg-port", 25437, "the bench's Postgres port")
 	redisPort := flag.Int("redis-port", 26384, "the bench's Redis port")
 	pprof := flag.String("pprof", "", "when set, the dispatcher serves Go's profiler there (SWITCHYARD_PPROF_ADDR)")
+	conc := flag.Int("concurrency", 0, "the coordinator's concurrency (SWITCHYARD_COORDINATOR_CONCURRENCY); 0: its default")
 	flag.Parse()
-	if err := bench(*dir, *pgPort, *redisPort, *chains, *steps, *rounds, *pprof); err != nil {
+	var env []string
+	if *pprof != "" {
+		env = append(env, "SWITCHYARD_PPROF_ADDR="+*pprof)
+	}
+	if *conc > 0 {
+		env = append(env, fmt.Sprintf("SWITCHYARD_COORDINATOR_CONCURRENCY=%d", *conc))
+	}
+	if err := bench(*dir, *pgPort, *redisPort, *chains, *steps, *rounds, env); err != nil {
 		fmt.Fprintln(os.Stderr, "coordbench:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(dir string, pgPort, redisPort, chains, steps, rounds int, pprof string) error {
+func bench(dir string, pgPort, redisPort, chains, steps, rounds int, env []string) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -70,10 +78,6 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int, pprof strin
 		return err
 	}
 	defer st.Stop(context.WithoutCancel(ctx))
-	var env []string
-	if pprof != "" {
-		env = append(env, "SWITCHYARD_PPROF_ADDR="+pprof)
-	}
 	h, err := harness.New(ctx, harness.Options{Dir: dir, Bin: bin, DatabaseURL: st.DBURL, RedisURL: st.RedisURL,
 		Bootstrap: true, Env: env})
 	if err != nil {

@@ -7,6 +7,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -61,6 +62,7 @@ type App struct {
 	Coordinator *chain.Coordinator
 
 	coordinator *coordinatorServer
+	coordDB     *pgxpool.Pool
 	client      *queue.Client
 	batch       *batchQueue
 	inspector   *asynq.Inspector
@@ -89,11 +91,22 @@ func New(o Options) *App {
 	if batch != nil {
 		svc.BatchQueue = batch.client
 	}
-	coord := &chain.Coordinator{DB: o.DB, Pipeline: svc, Events: events, Canceller: inspector, Log: o.Log}
+	// The coordinator's transactions hold a connection of a pool of their own while the
+	// pipeline, preparing a step inside one, reads the registry and the quota from the main
+	// pool: on one pool, as many transitions as connections would wait on each other forever.
+	concurrency := cmp.Or(o.CoordinatorConcurrency, 32)
+	coordCfg := o.DB.Config().Copy()
+	coordCfg.MaxConns, coordCfg.MinConns = int32(concurrency), 0
+	coordDB, err := pgxpool.NewWithConfig(context.Background(), coordCfg)
+	if err != nil {
+		panic(fmt.Sprintf("the coordinator's pool from the dispatcher's configuration: %v", err)) // cannot: the config parsed
+	}
+	coord := &chain.Coordinator{DB: coordDB, Pipeline: svc, Events: events, Canceller: inspector, Log: o.Log}
 	svc.Chains = coord
 	return &App{
 		Coordinator: coord,
-		coordinator: newCoordinatorServer(o.Asynq, coord, cmp.Or(o.CoordinatorConcurrency, 32), o.Log),
+		coordinator: newCoordinatorServer(o.Asynq, coord, concurrency, o.Log),
+		coordDB:     coordDB,
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
 			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
 		Registry: reg,
@@ -129,6 +142,7 @@ func (a *App) Stop() {
 	a.Callbacks.Stop()
 	a.Reconciler.Stop()
 	a.coordinator.stop()
+	a.coordDB.Close()
 	a.events.Close() // what the stopped components journaled is published before Redis closes
 	a.Queues.Stop()
 	a.Registry.Stop()
