@@ -293,7 +293,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 		DB: pool, ServiceKey: strings.TrimSpace(string(key)), AllowedCallers: cfg.AllowedCallers,
 		Routes: &routing.Resolver{DB: pool}, Prices: &pricing.Table{DB: pool},
 		Credentials: &credential.Store{DB: pool, Ring: ring},
-		Limiter:     lim, Estimator: est, Breakers: pipeline.NewBreakers(breaker.Options{
+		Limiter:     lim, QueueOrder: pipeline.QueueOrder(cfg.QueueOrder), Estimator: est, Breakers: pipeline.NewBreakers(breaker.Options{
 			Failures: uint32(cfg.BreakerFailures), OpenFor: cfg.BreakerOpen}, metrics),
 		Budget: &budget.Guard{RDB: rdb, Store: budget.PGStore{DB: pool}},
 		Ledger: usage, Handoff: steps, Log: log, Metrics: metrics, MaxWait: cfg.MaxWait, DefaultMaxTokens: cfg.DefaultMaxTokens,

@@ -63,6 +63,11 @@ type Config struct {
 	// parks their runs meanwhile) before a probe; default 30s.
 	BreakerFailures int
 	BreakerOpen     time.Duration
+	// QueueOrder is SWITCHYARD_ROUTER_QUEUE_ORDER, the order of calls waiting for
+	// rate-limit capacity among equal priorities: "progress" (default: the run or chain
+	// with the fewest calls outstanding first, seed 003) or "fifo" (arrival order; a
+	// baseline for measuring the progress order, docs/rate-limits.md).
+	QueueOrder string
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
 }
@@ -96,6 +101,7 @@ func FromEnv(serve bool) (Config, error) {
 		KeysFile:       os.Getenv("SWITCHYARD_ROUTER_KEYS_FILE"),
 		Keys:           os.Getenv("SWITCHYARD_ROUTER_KEYS"),
 		LogLevel:       cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
+		QueueOrder:     cmp.Or(os.Getenv("SWITCHYARD_ROUTER_QUEUE_ORDER"), "progress"),
 	}
 	var err error
 	for _, d := range []struct {
@@ -120,6 +126,9 @@ func FromEnv(serve bool) (Config, error) {
 	}
 	if c.ShareRequests, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"), "64")); err != nil || c.ShareRequests < 0 {
 		return c, fmt.Errorf("SWITCHYARD_ROUTER_SHARE_REQUESTS: %q is not a non-negative integer", os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"))
+	}
+	if c.QueueOrder != "progress" && c.QueueOrder != "fifo" {
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_QUEUE_ORDER: %q is neither progress nor fifo", c.QueueOrder)
 	}
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required")

@@ -57,3 +57,19 @@ func TestShareRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestQueueOrder(t *testing.T) {
+	t.Setenv("SWITCHYARD_DATABASE_URL", "postgres://x")
+	for v, want := range map[string]string{"": "progress", "progress": "progress", "fifo": "fifo", "FIFO": "", "lifo": ""} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv("SWITCHYARD_ROUTER_QUEUE_ORDER", v)
+			cfg, err := config.FromEnv(false)
+			if want == "" {
+				require.ErrorContains(t, err, "SWITCHYARD_ROUTER_QUEUE_ORDER")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, want, cfg.QueueOrder)
+		})
+	}
+}

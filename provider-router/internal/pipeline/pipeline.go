@@ -124,6 +124,7 @@ type Parts struct {
 	Ledger           *ledger.Writer
 	Retry            Retry
 	Limiter          *limiter.Limiter
+	QueueOrder       QueueOrder // of the Limiter's waiters; zero: OrderProgress
 	Breakers         *breaker.Set
 }
 
@@ -146,7 +147,7 @@ func New(p Parts) Chatter {
 		c = &Breaker{Next: c, Breakers: p.Breakers}
 	}
 	if p.Limiter != nil {
-		c = &RateLimit{Next: c, Limiter: p.Limiter, Log: log}
+		c = &RateLimit{Next: c, Limiter: p.Limiter, Log: log, Order: p.QueueOrder}
 	}
 	c = &Retrier{Next: c, Policy: p.Retry, Log: log}
 	c = &Ledger{Next: c, Writer: p.Ledger}

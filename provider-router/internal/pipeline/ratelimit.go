@@ -23,13 +23,35 @@ type RateLimit struct {
 	Next    Chatter
 	Limiter *limiter.Limiter
 	Log     *slog.Logger
+	// Order is how waiters of equal priority are ordered; zero: OrderProgress.
+	Order QueueOrder
+}
+
+// QueueOrder orders the calls of equal priority that wait for capacity.
+type QueueOrder string
+
+const (
+	// OrderProgress groups a call with the other calls of its chain (X-Chain-ID), else of
+	// its run (X-Job-ID): the group with the fewest calls outstanding goes first (seed 003).
+	OrderProgress QueueOrder = "progress"
+	// OrderFIFO makes every call a group of its own, so all tie on progress and wait in
+	// arrival order: the baseline the progress order is measured against.
+	OrderFIFO QueueOrder = "fifo"
+)
+
+// group is the limiter's group of a call under the order: "" is a group of its own.
+func (o QueueOrder) group(call *Call) string {
+	if o == OrderFIFO {
+		return ""
+	}
+	return cmp.Or(call.ChainID, call.JobID)
 }
 
 // Chat admits one attempt and calls on.
 func (l *RateLimit) Chat(ctx context.Context, call *Call) (*Result, error) {
 	key := limiter.BucketKey{Credential: call.Route.ProviderID, Model: call.Route.Model}
 	adm, err := l.Limiter.Acquire(ctx, limiter.Request{
-		Key: key, Tokens: call.Tokens, Priority: call.Priority, Group: cmp.Or(call.ChainID, call.JobID),
+		Key: key, Tokens: call.Tokens, Priority: call.Priority, Group: l.Order.group(call),
 		Deadline: call.Deadline, MaxWait: call.MaxWait,
 	})
 	if err != nil {

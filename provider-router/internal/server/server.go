@@ -53,15 +53,17 @@ type Server struct {
 	Prices         *pricing.Table
 	Credentials    *credential.Store
 	Limiter        *limiter.Limiter
-	Estimator      *estimate.Estimator
-	Breakers       *breaker.Set
-	Budget         *budget.Guard
-	Ledger         *ledger.Writer
-	Handoff        *handoff.Store
-	HTTPClient     *http.Client
-	Log            *slog.Logger
-	Metrics        *pipeline.Metrics
-	Retry          Retry
+	// QueueOrder orders the Limiter's waiters of equal priority; zero: progress.
+	QueueOrder pipeline.QueueOrder
+	Estimator  *estimate.Estimator
+	Breakers   *breaker.Set
+	Budget     *budget.Guard
+	Ledger     *ledger.Writer
+	Handoff    *handoff.Store
+	HTTPClient *http.Client
+	Log        *slog.Logger
+	Metrics    *pipeline.Metrics
+	Retry      Retry
 	// MaxWait bounds a call's wait for rate-limit capacity when it carries no X-Deadline;
 	// default 2 min.
 	MaxWait time.Duration
@@ -88,7 +90,7 @@ func (s *Server) Handler() *echo.Echo {
 		Log: s.Log, Metrics: s.Metrics, Handoff: s.Handoff, Routes: s.Routes, Prices: s.Prices,
 		Budget: s.Budget, DefaultMaxTokens: s.DefaultMaxTokens, Estimator: s.Estimator,
 		Credentials: s.Credentials, HTTPClient: s.HTTPClient, Ledger: s.Ledger, Retry: s.Retry,
-		Limiter: s.Limiter, Breakers: s.Breakers,
+		Limiter: s.Limiter, QueueOrder: s.QueueOrder, Breakers: s.Breakers,
 	})
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
