@@ -106,11 +106,10 @@ func FromEnv(class string) (Config, error) {
 	if c.ShutdownGrace, err = duration("SWITCHYARD_SHUTDOWN_GRACE", "30s"); err != nil {
 		return c, err
 	}
-	if c.CapacityWait, err = duration("SWITCHYARD_CAPACITY_WAIT", "10s"); err != nil {
-		return c, err
-	}
-	if c.CapacityWait == 0 {
+	if v := os.Getenv("SWITCHYARD_CAPACITY_WAIT"); v == "0" {
 		c.CapacityWait = -1 // runner.Runner: negative never parks
+	} else if c.CapacityWait, err = duration("SWITCHYARD_CAPACITY_WAIT", "10s"); err != nil {
+		return c, err
 	}
 	if c.MaxQueueTime, err = duration("SWITCHYARD_MAX_QUEUE_TIME", "1h"); err != nil {
 		return c, err
