@@ -181,6 +181,14 @@ func (s *Store) StepRunEnd(ctx context.Context, runID string) (StepEnd, error) {
 	return e, err
 }
 
+// PendingSteps counts a chain's steps (and for_each instances) not yet dispatched: what
+// remains of it after the steps under way (the router's "remaining" queue order).
+func (s *Store) PendingSteps(ctx context.Context, chainID string) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, pendingStepsSQL, chainID).Scan(&n)
+	return n, err
+}
+
 // ChainView is a chain as GET /api/v1/chains/{id} shows it (its steps from ChainSteps).
 type ChainView struct {
 	ID, JobID, JobType, TraceID, Status string

@@ -120,6 +120,9 @@ var (
 	//go:embed sql/step_run_end.sql
 	stepRunEndSQL string
 
+	//go:embed sql/pending_steps.sql
+	pendingStepsSQL string
+
 	//go:embed sql/get_chain.sql
 	getChainSQL string
 

@@ -38,6 +38,10 @@ const (
 	// Retry-After), so that waiting for a provider holds no worker. Absent: the call
 	// waits up to its deadline.
 	HeaderCapacityWait = "X-Capacity-Wait-MS"
+	// HeaderChainPending is, on a chain step's call, how many of the chain's steps are not
+	// yet dispatched: what remains of the chain after this step's stage. The router's
+	// "remaining" queue order counts them with the chain's calls outstanding.
+	HeaderChainPending = "X-Chain-Pending"
 )
 
 // Billing is what the router adds to the ChatCompletion in its answer. The model that

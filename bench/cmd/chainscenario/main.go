@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 1, "times each scenario runs under every order (alternating which goes first)")
 	flag.StringVar(&profs, "profile", "rpm,tpm", "rate-limit regimes: rpm, tpm")
 	flag.StringVar(&arrivals, "arrival", "constant", "arrival patterns: "+workload.ArrivalHelp)
-	flag.StringVar(&orders, "order", "fifo,progress", "router queue orders (SWITCHYARD_ROUTER_QUEUE_ORDER) to compare")
+	flag.StringVar(&orders, "order", "fifo,progress", "router queue orders (SWITCHYARD_ROUTER_QUEUE_ORDER: fifo, progress, remaining) to compare, the first the baseline")
 	flag.Uint64Var(&o.seed, "seed", 3, "seed of arrivals")
 	flag.StringVar(&o.latency, "latency", workload.Latency, "sim-llm latency spec (uncompressed)")
 	flag.StringVar(&o.capWait, "capacity-wait", "0", "the executor's SWITCHYARD_CAPACITY_WAIT (0: never park; real time)")
@@ -111,7 +111,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	for _, ord := range o.orders {
-		if ord != "fifo" && ord != "progress" {
+		if ord != "fifo" && ord != "progress" && ord != "remaining" {
 			return fmt.Errorf("unknown order %q", ord)
 		}
 	}

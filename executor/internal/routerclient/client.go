@@ -44,6 +44,9 @@ type Job struct {
 	// attempt of the run: with JobID it names one paid provider call, which the router
 	// answers again from its first answer instead of paying for it twice.
 	StepKey string
+	// ChainPending is, for a chain step, how many of the chain's steps are not yet
+	// dispatched (X-Chain-Pending); 0 sends nothing.
+	ChainPending int
 }
 
 // Answer is the router's answer: an OpenAI ChatCompletion plus billing.
@@ -99,6 +102,9 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	}
 	if job.CapacityWait > 0 {
 		h.Set(aichat.HeaderCapacityWait, strconv.FormatInt(job.CapacityWait.Milliseconds(), 10))
+	}
+	if job.ChainPending > 0 {
+		h.Set(aichat.HeaderChainPending, strconv.Itoa(job.ChainPending))
 	}
 	if job.QueueWaitMS > 0 {
 		h.Set(aichat.HeaderQueueWaitMS, fmt.Sprint(job.QueueWaitMS))

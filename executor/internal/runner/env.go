@@ -25,6 +25,21 @@ type llmEntry struct {
 	Answer routerclient.Answer `json:"answer"`
 }
 
+// chainPending is, for a chain step, how many of its chain's steps are not yet dispatched
+// (the router may order waiting calls by what remains of their chain); 0 when unknown: the
+// call goes on without it.
+func (x *execution) chainPending(ctx context.Context) int {
+	if x.run.ChainID == "" {
+		return 0
+	}
+	n, err := x.runs().PendingSteps(ctx, x.run.ChainID)
+	if err != nil {
+		x.log.Warn("reading the chain's pending steps", "chain_id", x.run.ChainID, "error", err)
+		return 0
+	}
+	return n
+}
+
 // Chat implements tier.Env: journal before effect, replay instead of calling again. A paid
 // answer is held until it is journaled: a failed journal write is retried while the
 // attempt has time, and the call carries its step key (X-Step-Key) so that the router can
@@ -51,7 +66,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		queueWait = time.Since(*rn.QueuedAt).Milliseconds()
 	}
 	started := time.Now()
-	ans, err := x.Router.Chat(ctx, routerclient.Job{
+	ans, err := x.Router.Chat(ctx, routerclient.Job{ChainPending: x.chainPending(ctx),
 		OrgID: rn.OrgID, JobID: rn.ID, TraceID: rn.TraceID, UserID: rn.UserID, JobType: rn.JobType,
 		ChainID: rn.ChainID, RoutingHint: x.skill.RoutingHint, ModelOverride: x.skill.ModelOverride,
 		Residency: x.skill.DataResidency, Priority: rn.Priority, CostCeilingUSD: rn.CostCeilingUSD,

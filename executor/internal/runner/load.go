@@ -42,12 +42,17 @@ type (
 		ListSpans(ctx context.Context, orgID, runID string) ([]span.Span, error)
 		AbandonSpans(ctx context.Context, orgID, runID string, attempt int) ([]span.Span, error)
 	}
+	// chainReader reads what remains of a step run's chain.
+	chainReader interface {
+		PendingSteps(ctx context.Context, chainID string) (int, error)
+	}
 	// runStore is everything the runner uses of the run store.
 	runStore interface {
 		runReader
 		runWriter
 		replayJournal
 		spanReader
+		chainReader
 	}
 )
 

@@ -66,7 +66,8 @@ type Config struct {
 	// QueueOrder is SWITCHYARD_ROUTER_QUEUE_ORDER, the order of calls waiting for
 	// rate-limit capacity among equal priorities: "progress" (default: the run or chain
 	// with the fewest calls outstanding first, seed 003) or "fifo" (arrival order; a
-	// baseline for measuring the progress order, docs/rate-limits.md).
+	// baseline for measuring the progress order, docs/rate-limits.md) or "remaining"
+	// (progress, counting a chain's steps not yet dispatched with its calls outstanding).
 	QueueOrder string
 	// LogLevel is SWITCHYARD_LOG_LEVEL; default info.
 	LogLevel string
@@ -127,8 +128,10 @@ func FromEnv(serve bool) (Config, error) {
 	if c.ShareRequests, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"), "64")); err != nil || c.ShareRequests < 0 {
 		return c, fmt.Errorf("SWITCHYARD_ROUTER_SHARE_REQUESTS: %q is not a non-negative integer", os.Getenv("SWITCHYARD_ROUTER_SHARE_REQUESTS"))
 	}
-	if c.QueueOrder != "progress" && c.QueueOrder != "fifo" {
-		return c, fmt.Errorf("SWITCHYARD_ROUTER_QUEUE_ORDER: %q is neither progress nor fifo", c.QueueOrder)
+	switch c.QueueOrder {
+	case "progress", "fifo", "remaining":
+	default:
+		return c, fmt.Errorf("SWITCHYARD_ROUTER_QUEUE_ORDER: %q is not progress, remaining or fifo", c.QueueOrder)
 	}
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required")

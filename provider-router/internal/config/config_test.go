@@ -60,7 +60,7 @@ func TestShareRequests(t *testing.T) {
 
 func TestQueueOrder(t *testing.T) {
 	t.Setenv("SWITCHYARD_DATABASE_URL", "postgres://x")
-	for v, want := range map[string]string{"": "progress", "progress": "progress", "fifo": "fifo", "FIFO": "", "lifo": ""} {
+	for v, want := range map[string]string{"": "progress", "progress": "progress", "fifo": "fifo", "remaining": "remaining", "FIFO": "", "lifo": ""} {
 		t.Run(v, func(t *testing.T) {
 			t.Setenv("SWITCHYARD_ROUTER_QUEUE_ORDER", v)
 			cfg, err := config.FromEnv(false)

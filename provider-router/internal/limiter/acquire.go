@@ -27,6 +27,11 @@ type Request struct {
 	// Group is the run or chain the call belongs to; among waiters of equal priority the
 	// group with the fewest calls outstanding goes first. Empty: the call is its own group.
 	Group string
+	// Pending, when positive, is how many more calls the group will make after this one's
+	// stage (a chain's steps not yet dispatched): they count with its outstanding calls in
+	// the order, so the group nearest completion goes first. The group's latest report
+	// holds until it has no call outstanding. Zero: leave the group's figure as it is.
+	Pending int
 	// Deadline bounds the wait (as does ctx's deadline, whichever is sooner). Zero: no bound
 	// beyond ctx.
 	Deadline time.Time
@@ -46,6 +51,8 @@ func (r Request) validate() error {
 		return fmt.Errorf("limiter: Request.Tokens %d is negative", r.Tokens)
 	case r.Priority < PriorityCritical || r.Priority > PriorityLow:
 		return fmt.Errorf("limiter: Request.Priority %d is outside 0..3", r.Priority)
+	case r.Pending < 0:
+		return fmt.Errorf("limiter: Request.Pending %d is negative", r.Pending)
 	case r.MaxWait < 0:
 		return fmt.Errorf("limiter: Request.MaxWait %s is negative", r.MaxWait)
 	}
@@ -138,7 +145,8 @@ const (
 //
 //	KEYS  the keys of bucketKeys
 //	ARGV  [1] wake channel [2] now µs or "0" [3] id [4] priority [5] group [6] tokens
-//	      [7] lease µs [8] hold µs [9] keep ms [10] "1" if a limit source exists
+//	      [7] lease µs [8] hold µs [9] keep ms [10] pending calls of the group (0: leave as is)
+//	      [11] "1" if a limit source exists
 //	reply {-3} no limits and a source exists (seed them and retry); otherwise reply():
 //	      code 1 admitted, 0 queued (wait µs >= 0: head, sleep that long; -1: wait for a wake)
 //
@@ -152,7 +160,9 @@ local h0 = head()
 prune(now)
 local id, prio, group, n = ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local hold = tonumber(ARGV[8])
+local pend = tonumber(ARGV[10]) or 0
 local b = load(now, rpm, tpm)
+if pend > 0 then redis.call('HSET', K_PEND, group, pend) end
 add_out(group, 1)
 local code, w = 0, -1
 if head() == nil and fits(b, now, rpm, tpm, n) then
@@ -162,7 +172,7 @@ if head() == nil and fits(b, now, rpm, tpm, n) then
   code, w = 1, 0
 else
   local seq = redis.call('INCR', K_SEQ)
-  local out = tonumber(redis.call('HGET', K_OUT, group)) or 1
+  local out = weight(group)
   redis.call('HSET', K_INFO, id, prio .. '|' .. seq .. '|' .. group)
   redis.call('ZADD', K_Q, fmt(score(prio, out, seq)), id)
   redis.call('ZADD', K_LEASE, fmt(now + tonumber(ARGV[7])), id)
@@ -351,7 +361,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (*Reservation, error
 
 	enqueue := func(ctx context.Context) ([]any, error) {
 		return l.runCarrying(ctx, acquireScript, req.Key, id, req.Priority, group, req.Tokens,
-			l.opts.LeaseTTL.Microseconds(), l.opts.HoldTTL.Microseconds(), l.keepMillis())
+			l.opts.LeaseTTL.Microseconds(), l.opts.HoldTTL.Microseconds(), l.keepMillis(), req.Pending)
 	}
 	attempt := func(ctx context.Context) ([]any, error) {
 		return l.runCarrying(ctx, attemptScript, req.Key, id, req.Tokens,

@@ -28,6 +28,7 @@ const (
 	kOut             // hash group -> calls outstanding (waiting or held) against this bucket
 	kSeq             // string: arrival counter (FIFO order)
 	kPark            // string: the latest return slot (µs) handed to a parked call (see parkScript)
+	kPending         // hash group -> the group's calls not yet asked for (Request.Pending), latest reported
 	numKeys
 )
 
@@ -42,7 +43,7 @@ func bucketKeys(k BucketKey) []string {
 	}
 	base := keyPrefix + "{" + url.QueryEscape(k.Credential) + "/" + url.QueryEscape(k.Model) + "}:"
 	keys := make([]string, numKeys)
-	for i, suffix := range [numKeys]string{"limits", "state", "q", "lease", "held", "info", "gidx", "out", "seq", "park"} {
+	for i, suffix := range [numKeys]string{"limits", "state", "q", "lease", "held", "info", "gidx", "out", "seq", "park", "pend"} {
 		keys[i] = base + suffix
 	}
 	v, _ := keyCache.LoadOrStore(k, keys)

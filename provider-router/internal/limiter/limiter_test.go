@@ -495,6 +495,46 @@ func TestReleaseReordersByProgress(t *testing.T) {
 	require.Equal(t, 1, st.Queued)
 }
 
+// TestPendingCountsWithOutstanding: a group's pending calls (a chain's steps not yet
+// dispatched) count with its outstanding ones, so the chain nearest completion goes first.
+func TestPendingCountsWithOutstanding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	l := b.replica(t, Options{LeaseTTL: time.Minute})
+	require.NoError(t, l.SetLimits(ctx, b.key, Limits{TPM: 100}))
+	drain, err := l.Acquire(ctx, Request{Key: b.key, Tokens: 100, Group: "drain"})
+	require.NoError(t, err)
+
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	out := make(chan string, 2)
+	wait := func(group string, pending int) {
+		wg.Go(func() {
+			r, err := l.Acquire(wctx, Request{Key: b.key, Tokens: 100, Group: group, Pending: pending})
+			if err == nil {
+				out <- group
+				_ = r.Release(ctx)
+			}
+		})
+	}
+	wait("first-step", 5) // a chain's first step, five more to come: weight 6
+	waitQueued(t, l, b.key, 1)
+	wait("last-step", 0) // another chain's last step, arrived later: weight 1
+	waitQueued(t, l, b.key, 2)
+
+	require.NoError(t, drain.Reconcile(ctx, 0))
+	require.Equal(t, "last-step", <-out)
+	require.NoError(t, drain.Release(ctx))
+	st, err := l.State(ctx, b.key)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Queued)
+	_, err = l.Acquire(ctx, Request{Key: b.key, Group: "g", Pending: -1})
+	require.ErrorContains(t, err, "Pending")
+}
+
 func TestLimitChangeReachesOtherReplica(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -541,7 +581,7 @@ func TestStaleWaiterPruned(t *testing.T) {
 	require.NoError(t, l.Penalize(ctx, b.key, 50*time.Millisecond))
 	// The ghost: a critical waiter enqueued by a replica that then vanished (nobody renews).
 	v, err := l.run(ctx, acquireScript, b.key, "ghost", PriorityCritical, "dead-run", 0,
-		(200 * time.Millisecond).Microseconds(), time.Minute.Microseconds(), l.keepMillis())
+		(200 * time.Millisecond).Microseconds(), time.Minute.Microseconds(), l.keepMillis(), 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(codeWaiting), toInt(v[0]))
 

@@ -16,7 +16,7 @@ const TransitAllowance = 50 * time.Millisecond
 
 var transitAllowanceUS = strconv.FormatInt(TransitAllowance.Microseconds(), 10)
 
-// luaLib is prepended to every bucket script. Every such script takes the ten keys of
+// luaLib is prepended to every bucket script. Every such script takes the eleven keys of
 // bucketKeys as KEYS (in the k* order) and starts its ARGV with:
 //
 //	ARGV[1] the wake channel (PUBLISHed with the id of a waiter that should look again)
@@ -29,8 +29,8 @@ var transitAllowanceUS = strconv.FormatInt(TransitAllowance.Microseconds(), 10)
 // Numbers leave Lua through string.format: Lua 5.1's tostring keeps 14 digits, which would
 // round µs timestamps and the 53-bit queue scores.
 var luaLib = `
-local K_LIMITS, K_STATE, K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ, K_PARK =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local K_LIMITS, K_STATE, K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ, K_PARK, K_PEND =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local CHANNEL = ARGV[1]
 local TRANSIT_US = ` + transitAllowanceUS + `
 
@@ -158,9 +158,15 @@ local function parse(info)
   return tonumber(p), tonumber(s), g
 end
 
--- rescore gives every waiter of group the group's current outstanding count.
+-- weight is what orders a group's waiters: its calls outstanding, plus the calls it has
+-- said it will make later (Request.Pending; none unless its callers say so).
+local function weight(group)
+  return (tonumber(redis.call('HGET', K_OUT, group)) or 0) + (tonumber(redis.call('HGET', K_PEND, group)) or 0)
+end
+
+-- rescore gives every waiter of group the group's current weight.
 local function rescore(group)
-  local n = tonumber(redis.call('HGET', K_OUT, group)) or 0
+  local n = weight(group)
   local ms = redis.call('ZRANGEBYLEX', K_GIDX, '[' .. group .. '\0', '(' .. group .. '\1')
   for _, m in ipairs(ms) do
     local id = string.sub(m, #group + 2)
@@ -171,7 +177,10 @@ end
 
 local function add_out(group, d)
   local n = redis.call('HINCRBY', K_OUT, group, d)
-  if n <= 0 then redis.call('HDEL', K_OUT, group) end
+  if n <= 0 then
+    redis.call('HDEL', K_OUT, group)
+    redis.call('HDEL', K_PEND, group)
+  end
   rescore(group)
 end
 
@@ -219,7 +228,7 @@ end
 
 -- keep lets a bucket's bookkeeping vanish once nobody has touched it for ms.
 local function keep(ms)
-  for _, k in ipairs({K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ}) do
+  for _, k in ipairs({K_Q, K_LEASE, K_HELD, K_INFO, K_GIDX, K_OUT, K_SEQ, K_PEND}) do
     redis.call('PEXPIRE', k, ms)
   end
 end

@@ -56,6 +56,7 @@ type Call struct {
 	MaxWait                                time.Duration // X-Capacity-Wait-MS; 0: wait up to Deadline
 	RunCeiling                             *float64      // X-Cost-Ceiling-USD; nil: none
 	QueueWait                              time.Duration // X-Queue-Wait-MS, for the ledger
+	ChainPending                           int           // X-Chain-Pending: the chain's steps not yet dispatched
 
 	// Stream, when set, makes the call a streamed one that passes each chunk to it. The
 	// router's handler never sets it; the conformance suite does (AsAdapter).

@@ -37,7 +37,19 @@ const (
 	// OrderFIFO makes every call a group of its own, so all tie on progress and wait in
 	// arrival order: the baseline the progress order is measured against.
 	OrderFIFO QueueOrder = "fifo"
+	// OrderRemaining is OrderProgress with a chain's steps not yet dispatched
+	// (X-Chain-Pending) counted with its calls outstanding: the chain with the fewest
+	// calls left to make goes first.
+	OrderRemaining QueueOrder = "remaining"
 )
+
+// pending is what the call tells the limiter of its group's later calls.
+func (o QueueOrder) pending(call *Call) int {
+	if o == OrderRemaining && call.ChainID != "" {
+		return call.ChainPending
+	}
+	return 0
+}
 
 // group is the limiter's group of a call under the order: "" is a group of its own.
 func (o QueueOrder) group(call *Call) string {
@@ -51,7 +63,7 @@ func (o QueueOrder) group(call *Call) string {
 func (l *RateLimit) Chat(ctx context.Context, call *Call) (*Result, error) {
 	key := limiter.BucketKey{Credential: call.Route.ProviderID, Model: call.Route.Model}
 	adm, err := l.Limiter.Acquire(ctx, limiter.Request{
-		Key: key, Tokens: call.Tokens, Priority: call.Priority, Group: l.Order.group(call),
+		Key: key, Tokens: call.Tokens, Priority: call.Priority, Group: l.Order.group(call), Pending: l.Order.pending(call),
 		Deadline: call.Deadline, MaxWait: call.MaxWait,
 	})
 	if err != nil {

@@ -69,3 +69,16 @@ func TestQueueOrderGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueOrderPending: only the remaining order tells the limiter what is left of a
+// chain, and only for a chain step's call.
+func TestQueueOrderPending(t *testing.T) {
+	t.Parallel()
+	chainStep := &Call{ChainID: "chain-1", JobID: "job-1", ChainPending: 4}
+	plainRun := &Call{JobID: "job-1", ChainPending: 4}
+	require.Equal(t, 4, OrderRemaining.pending(chainStep))
+	require.Equal(t, "chain-1", OrderRemaining.group(chainStep))
+	require.Zero(t, OrderRemaining.pending(plainRun))
+	require.Zero(t, OrderProgress.pending(chainStep))
+	require.Zero(t, OrderFIFO.pending(chainStep))
+}

@@ -91,6 +91,14 @@ func (s *Server) parse(c echo.Context) (*pipeline.Call, error) {
 		}
 		call.MaxWait = time.Duration(ms) * time.Millisecond
 	}
+	if v := h.Get(aichat.HeaderChainPending); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return call, invalid("X-Chain-Pending is not a non-negative whole number.",
+				"Send how many of the chain's steps are not yet dispatched, e.g. 4.", aichat.HeaderChainPending)
+		}
+		call.ChainPending = n
+	}
 	if v := h.Get(aichat.HeaderCostCeiling); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
