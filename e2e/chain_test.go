@@ -538,3 +538,22 @@ func TestChainTimesOut(t *testing.T) {
 	require.Equal(t, "TIMED_OUT", c["error"].(map[string]any)["code"])
 	b.WaitStatus(jobID, 10*time.Second, "timed_out")
 }
+
+// TestChainDispatchIsIdempotent: a chain dispatched again with the same idempotency key
+// answers the first chain, and only one exists.
+func TestChainDispatchIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true}})
+	b.putChain(t, "c_once", `{"steps":[{"step_id":"a","job_type":"c_step","payload":{"prompt":"a"}}]}`)
+	body := map[string]any{"job_type": "c_once", "payload": map[string]any{}, "idempotency_key": "order-1"}
+	code, first := b.Do(http.MethodPost, "/api/v1/dispatch", body)
+	require.Equal(t, http.StatusAccepted, code, "%v", first)
+	code, again := b.Do(http.MethodPost, "/api/v1/dispatch", body)
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, code, "%v", again)
+	require.Equal(t, true, again["duplicate"])
+	require.Equal(t, first["jobId"], again["jobId"])
+	require.Equal(t, first["chainId"], again["chainId"])
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM chains`).Scan(&n))
+	require.Equal(t, 1, n)
+}

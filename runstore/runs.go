@@ -134,6 +134,8 @@ type KeyedRun struct {
 	ID, TraceID, Status, Queue string
 	HoldReasons                json.RawMessage
 	AuditFlagged               bool
+	// ChainID is set when the run is a chain's parent run.
+	ChainID string
 }
 
 // RunsByIdempotencyKeys returns the runs an organisation created with any of keys, by key,
@@ -146,7 +148,7 @@ func (s *Store) RunsByIdempotencyKeys(ctx context.Context, orgID string, keys []
 	out := make(map[string]KeyedRun)
 	var key string
 	var r KeyedRun
-	_, err = pgx.ForEachRow(rows, []any{&key, &r.ID, &r.TraceID, &r.Status, &r.Queue, &r.HoldReasons, &r.AuditFlagged},
+	_, err = pgx.ForEachRow(rows, []any{&key, &r.ID, &r.TraceID, &r.Status, &r.Queue, &r.HoldReasons, &r.AuditFlagged, &r.ChainID},
 		func() error {
 			out[key] = r
 			return nil

@@ -308,6 +308,7 @@ func (s *Service) existingKeys(ctx context.Context, orgID string, keys []string)
 		out[key] = Result{
 			JobID: r.ID, TraceID: r.TraceID, Status: run.Status(r.Status), Queue: r.Queue,
 			WSChannel: wsChannel(r.ID), HoldReasons: reasons, AuditFlagged: r.AuditFlagged, Duplicate: true,
+			ChainID: r.ChainID,
 		}
 	}
 	return out, nil
