@@ -468,9 +468,24 @@ func (t *tx) write() error {
 	return nil
 }
 
+// unchanged reports whether the transition changed nothing: a repeated task.
+func (t *tx) unchanged() bool {
+	if t.e.S.Changed {
+		return false
+	}
+	for _, r := range t.e.S.Steps {
+		if r.Changed {
+			return false
+		}
+	}
+	return true
+}
+
 // afterCommit enqueues the new step runs, removes and wakes what was stopped, and
-// publishes the events. A transition that dispatched nothing re-enqueues the chain's
-// queued step runs: the task may be a repeat of one whose process died after its commit.
+// publishes the events. A transition that changed nothing re-enqueues the chain's queued
+// step runs (by id, so never twice): the task may be a repeat of one whose process died
+// after its commit. Other transitions do not, so a fan-out's instance ends do not each
+// enqueue every sibling again.
 func (t *tx) afterCommit() {
 	ctx := context.WithoutCancel(t.ctx)
 	for _, p := range t.prepared {
@@ -482,7 +497,7 @@ func (t *tx) afterCommit() {
 			t.c.Log.Warn("enqueueing chain step; the reconciler will retry", "job_id", p.RunID(), "error", err)
 		}
 	}
-	if len(t.prepared) == 0 {
+	if t.unchanged() {
 		for _, r := range t.e.S.Steps {
 			if r.Status == Dispatched && r.RunStatus == string(run.Queued) && r.RunID != "" {
 				if err := t.c.Pipeline.Requeue(ctx, r.RunID); err != nil {
