@@ -109,9 +109,11 @@ func FreeAddr() (string, error) {
 		return "", fmt.Errorf("port reservations: %w", err)
 	}
 	for range portHigh - portLow {
-		nextPort++
-		if nextPort < portLow || nextPort >= portHigh {
+		switch nextPort++; {
+		case nextPort < portLow: // first call: start at this process's offset
 			nextPort = portLow + os.Getpid()%(portHigh-portLow)
+		case nextPort >= portHigh: // wrap to the bottom, not to the offset again
+			nextPort = portLow
 		}
 		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(nextPort)), os.O_CREATE|os.O_RDWR, 0o666)
 		if err != nil {

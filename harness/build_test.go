@@ -56,3 +56,24 @@ func TestFreeAddrSkipsAPortAnotherProcessReserved(t *testing.T) {
 		t.Fatalf("%s was handed out twice", addr)
 	}
 }
+
+// TestFreeAddrWrapsToTheBottomOfTheRange: a process whose offset falls near the top of
+// the range still has the whole range — past the top it continues at the bottom, not at
+// its offset again (which left a process starting at 24500 only 500 ports: CI ran out).
+func TestFreeAddrWrapsToTheBottomOfTheRange(t *testing.T) {
+	portMu.Lock()
+	nextPort = portHigh - 2
+	portMu.Unlock()
+	var ports []int
+	for range 4 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, p)
+	}
+	last := ports[len(ports)-1]
+	if last >= portLow+100 {
+		t.Fatalf("ports %v: after the top of the range the next ones should come from its bottom (%d…)", ports, portLow)
+	}
+}
