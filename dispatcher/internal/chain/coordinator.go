@@ -72,7 +72,9 @@ type Coordinator struct {
 	Pipeline  Pipeline
 	Events    Publisher
 	Canceller Canceller
-	Log       *slog.Logger
+	// Rules gives a definition compiled from a workflow its Rules (package workflow).
+	Rules RulesFunc
+	Log   *slog.Logger
 }
 
 // ProcessTask handles one coordinator task; an error hands it back to asynq to retry. A
@@ -249,6 +251,14 @@ func (c *Coordinator) transition(ctx context.Context, chainID string, fn func(*t
 		}
 		t = &tx{c: c, ctx: ctx, rs: rs}
 		t.e = &Engine{S: st, Hooks: t}
+		if st.Def.Workflow != nil {
+			if c.Rules == nil {
+				return fmt.Errorf("%w: chain %s is a workflow and this coordinator has no workflow rules", errUnreadable, chainID)
+			}
+			if t.e.Rules, err = c.Rules(st.Def); err != nil {
+				return fmt.Errorf("%w: chain %s: %w", errUnreadable, chainID, err)
+			}
+		}
 		if err := fn(t); err != nil {
 			return err
 		}

@@ -29,6 +29,11 @@ type Definition struct {
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 	// CostCeilingUSD bounds what all of the chain's steps may spend together.
 	CostCeilingUSD *float64 `json:"cost_ceiling_usd,omitempty"`
+	// Workflow is set on a chain compiled from a workflow file (package workflow): the
+	// plan its Rules read. Such a chain's steps are the compiler's ("job/step",
+	// "job/<i>/step" for a matrix instance), its on_failure is continue, and its steps'
+	// if and payload are the Rules' to decide.
+	Workflow json.RawMessage `json:"workflow,omitempty"`
 }
 
 // Step is one node of the DAG: a dispatch of JobType once its parents have ended.
@@ -49,6 +54,10 @@ type Step struct {
 	// at most MaxItems (required with ForEach); the join waits for every instance.
 	ForEach  string `json:"for_each,omitempty"`
 	MaxItems int    `json:"max_items,omitempty"`
+	// Job and Matrix place a workflow's step: its job's id and, in a matrix job, the
+	// instance's index (nil otherwise).
+	Job    string `json:"job,omitempty"`
+	Matrix *int   `json:"matrix,omitempty"`
 }
 
 // Condition compares a field of a parent's output with a value.
@@ -62,7 +71,10 @@ type Condition struct {
 // Limits of a definition: a chain is a plan a person or an agent can read, and every
 // instance of a fan-out is a governed dispatch.
 const (
-	MaxSteps          = 256
+	MaxSteps = 256
+	// MaxWorkflowSteps bounds a compiled workflow: every job's steps times its matrix
+	// instances (at most 256 per job).
+	MaxWorkflowSteps  = 4096
 	MaxFanOut         = 1000
 	MaxStepRetries    = 10
 	MaxTimeoutSeconds = 7 * 24 * 3600
@@ -70,8 +82,10 @@ const (
 
 var (
 	stepIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	onFailures    = []string{"abort", "skip_dependents", "continue"}
-	operators     = []string{"eq", "neq", "gt", "lt", "contains", "exists"}
+	// A workflow's step ids are built by its compiler from GitHub's job and step ids.
+	workflowStepIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}$`)
+	onFailures            = []string{"abort", "skip_dependents", "continue"}
+	operators             = []string{"eq", "neq", "gt", "lt", "contains", "exists"}
 )
 
 // Parse decodes and validates a chain block. known tells whether a job type names a skill
@@ -125,18 +139,22 @@ func (v *validator) check() {
 	if d.CostCeilingUSD != nil && *d.CostCeilingUSD < 0 {
 		v.add("chain.cost_ceiling_usd", "min", "cost_ceiling_usd must not be negative")
 	}
+	maxSteps, idPattern := MaxSteps, stepIDPattern
+	if d.Workflow != nil {
+		maxSteps, idPattern = MaxWorkflowSteps, workflowStepIDPattern
+	}
 	switch n := len(d.Steps); {
 	case n == 0:
 		v.add("chain.steps", "required", "a chain needs at least one step")
 		return
-	case n > MaxSteps:
-		v.add("chain.steps", "max", "%d steps: a chain has at most %d", n, MaxSteps)
+	case n > maxSteps:
+		v.add("chain.steps", "max", "%d steps: a chain has at most %d", n, maxSteps)
 		return
 	}
 	for i, s := range d.Steps {
 		f := fmt.Sprintf("chain.steps[%d].step_id", i)
 		switch {
-		case !stepIDPattern.MatchString(s.StepID):
+		case !idPattern.MatchString(s.StepID):
 			v.add(f, "step_id", "step_id %q: want 1-64 of a-z, 0-9, _ and -, starting with a letter or digit", s.StepID)
 		case v.index[s.StepID] > 0:
 			v.add(f, "unique", "step_id %q is used by chain.steps[%d] too", s.StepID, v.index[s.StepID]-1)

@@ -102,6 +102,9 @@ type Hooks interface {
 type Engine struct {
 	S     *State
 	Hooks Hooks
+	// Rules decide what a chain written in another language (a workflow) leaves to it;
+	// nil for a chain skill's definition.
+	Rules Rules
 	Now   func() time.Time
 }
 
@@ -206,7 +209,7 @@ func (e *Engine) Ended(end RunEnd) error {
 	}
 	retriable := end.Status == run.Failed || end.Status == run.TimedOut
 	if outcome == Failed && retriable && r.Attempt <= e.S.Def.MaxStepRetries {
-		return e.dispatch(r, r.Attempt+1, end.Error)
+		return e.dispatch(r, r.Attempt+1, end.Error, nil, 0)
 	}
 	e.end(r, outcome, end.Output, end.Error, "")
 	if r.Instance != Whole {
@@ -270,7 +273,34 @@ func (e *Engine) afterEnd(r *StepRow) error {
 			e.skipDescendants(r.StepID)
 		}
 	}
+	if err := e.rulesEnded(r); err != nil {
+		return err
+	}
 	return e.advance(r.StepID)
+}
+
+// rulesEnded cancels what the Rules say a step's end cancels: pending steps end
+// cancelled, dispatched runs are stopped (those that had started report their end later).
+func (e *Engine) rulesEnded(r *StepRow) error {
+	if e.Rules == nil {
+		return nil
+	}
+	for _, id := range e.Rules.Ended(e.S, r) {
+		w := e.whole(id)
+		switch {
+		case w.Status == Pending:
+			e.end(w, Cancelled, nil, nil, "cancelled_by:"+r.StepID)
+		case w.Status == Dispatched && w.RunID != "":
+			ended, err := e.Hooks.Stop(w.RunID)
+			if err != nil {
+				return err
+			}
+			if ended {
+				e.end(w, Cancelled, nil, nil, "cancelled_by:"+r.StepID)
+			}
+		}
+	}
+	return nil
 }
 
 // skipDescendants marks every step that depends on stepID, transitively, skipped.
@@ -298,7 +328,7 @@ func (e *Engine) advance(trigger string) error {
 			}
 			s := &e.S.Def.Steps[i]
 			w := e.whole(s.StepID)
-			if w.Status != Pending || !e.parentsEnded(s) {
+			if w.Status != Pending || !e.parentsEnded(s) || (e.Rules != nil && !e.Rules.Ready(e.S, s)) {
 				continue
 			}
 			moved = true
@@ -330,6 +360,20 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 	if len(s.DependsOn) > 1 {
 		e.Hooks.Event(event.ChainJoin, map[string]any{"joinStepId": s.StepID, "completedPredecessors": s.DependsOn})
 	}
+	if e.Rules != nil {
+		payload, timeout, skip, err := e.Rules.Begin(e.S, s)
+		if err != nil {
+			return nil, err
+		}
+		if skip != "" {
+			e.end(w, Skipped, nil, nil, skip)
+			return nil, nil
+		}
+		if err := e.dispatch(w, 1, nil, payload, timeout); err != nil {
+			return nil, err
+		}
+		return []string{w.Label()}, nil
+	}
 	if c := s.Condition; c != nil {
 		parent, path := field(c.Field)
 		p := e.whole(parent)
@@ -344,7 +388,7 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 		}
 	}
 	if s.ForEach == "" {
-		if err := e.dispatch(w, 1, nil); err != nil {
+		if err := e.dispatch(w, 1, nil, nil, 0); err != nil {
 			return nil, err
 		}
 		return []string{w.Label()}, nil
@@ -372,7 +416,7 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 	for i := range list {
 		in := &StepRow{ChainStep: runstore.ChainStep{StepID: s.StepID, Instance: i, Status: Pending}, Changed: true}
 		e.S.Steps = append(e.S.Steps, in)
-		if err := e.dispatch(in, 1, nil); err != nil {
+		if err := e.dispatch(in, 1, nil, nil, 0); err != nil {
 			return nil, err
 		}
 		labels = append(labels, in.Label())
@@ -411,19 +455,24 @@ func (e *Engine) afterFailure(w *StepRow) error {
 	case "skip_dependents":
 		e.skipDescendants(w.StepID)
 	}
-	return nil
+	return e.rulesEnded(w)
 }
 
-// dispatch sends a step row's run (attempt n) through the pipeline. A refusal fails the
-// step at once with the refusal as its error (its policy applies as for any failure).
-func (e *Engine) dispatch(r *StepRow, attempt int, lastErr json.RawMessage) error {
+// dispatch sends a step row's run (attempt n) through the pipeline, with payload and
+// timeout as the Rules decided them (payload nil: the chain's own, built here). A refusal
+// fails the step at once with the refusal as its error (its policy applies as for any
+// failure).
+func (e *Engine) dispatch(r *StepRow, attempt int, lastErr, payload json.RawMessage, timeout int) error {
 	s := e.step(r.StepID)
-	payload, err := e.payload(s, r.Instance)
-	if err != nil {
-		return err
+	if payload == nil {
+		var err error
+		if payload, err = e.payload(s, r.Instance); err != nil {
+			return err
+		}
+		timeout = s.TimeoutSeconds
 	}
 	d, err := e.Hooks.Dispatch(Dispatch{StepID: s.StepID, Instance: r.Instance, Attempt: attempt, JobType: s.JobType,
-		Payload: payload, TimeoutSeconds: s.TimeoutSeconds})
+		Payload: payload, TimeoutSeconds: timeout})
 	if err != nil {
 		return err
 	}
@@ -591,7 +640,15 @@ func (e *Engine) settle() error {
 			e.S.Error = errJSON(apierr.CodeChainStepFailed,
 				fmt.Sprintf("step(s) %s did not complete", strings.Join(failed, ", ")), map[string]any{"failed_steps": failed})
 		}
-		if err := e.finish(); err != nil {
+		var out json.RawMessage
+		if e.Rules != nil {
+			status, output, errBody, err := e.Rules.Outcome(e.S)
+			if err != nil {
+				return err
+			}
+			e.S.Status, e.S.Error, out = status, errBody, output
+		}
+		if err := e.finishWith(out); err != nil {
 			return err
 		}
 	}
@@ -600,7 +657,15 @@ func (e *Engine) settle() error {
 }
 
 // finish ends the parent run: its output maps each completed step to its output.
-func (e *Engine) finish() error {
+func (e *Engine) finish() error { return e.finishWith(nil) }
+
+// finishWith ends the parent run with output, or when nil the chain's own: each completed
+// step mapped to its output.
+func (e *Engine) finishWith(output json.RawMessage) error {
+	if output != nil {
+		e.S.Output = output
+		return e.Hooks.Finish(run.Status(e.S.Status), output, e.S.Error)
+	}
 	outs := map[string]json.RawMessage{}
 	for _, s := range e.S.Def.Steps {
 		if w := e.whole(s.StepID); w.Status == Completed {
@@ -723,12 +788,23 @@ type StepRequest struct {
 // RootPayloads returns the payload each root step (of the steps not in skip) would be
 // dispatched with — for a for_each root, its first instance's; none when its list is
 // empty — so that a dispatch can govern the roots before anything is written.
-func RootPayloads(def *Definition, input json.RawMessage, skip map[string]bool) (map[string]json.RawMessage, error) {
-	e := &Engine{S: &State{Def: def, Input: input}}
+func RootPayloads(def *Definition, input json.RawMessage, skip map[string]bool, rules Rules) (map[string]json.RawMessage, error) {
+	e := &Engine{S: &State{Def: def, Input: input, Status: apitypes.ChainRunning}, Rules: rules}
 	out := map[string]json.RawMessage{}
 	for i := range def.Steps {
 		s := &def.Steps[i]
 		if len(s.DependsOn) > 0 || skip[s.StepID] {
+			continue
+		}
+		if rules != nil {
+			e.whole(s.StepID)
+			p, _, skipped, err := rules.Begin(e.S, s)
+			if err != nil {
+				return nil, err
+			}
+			if skipped == "" {
+				out[s.StepID] = p
+			}
 			continue
 		}
 		instance := Whole

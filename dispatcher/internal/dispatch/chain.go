@@ -64,7 +64,7 @@ func (s *Service) dispatchChain(ctx context.Context, p auth.Principal, org store
 			reusedSteps[st.StepID] = true
 		}
 	}
-	roots, err := chain.RootPayloads(def, j.req.Payload, reusedSteps)
+	roots, err := chain.RootPayloads(def, j.req.Payload, reusedSteps, nil)
 	if err != nil {
 		return Result{}, apierr.Internal(err)
 	}

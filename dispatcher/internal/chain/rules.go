@@ -1,0 +1,29 @@
+package chain
+
+import "encoding/json"
+
+// Rules are what the language a chain was written in decides, where a chain skill's own
+// block (conditions, output mappings, on_failure) does not apply: a workflow in GitHub
+// Actions syntax (package workflow) compiles to a chain whose steps carry `if:`
+// expressions, `with:` templates, continue-on-error and fail-fast. The engine keeps
+// everything else — the DAG, the rows, dispatch and stopping, events, spans, the parent
+// run — so a workflow gets the chain's governance, hand-off and restart survival.
+//
+// A chain skill's definition has no Rules (Engine.Rules nil): the engine applies its own.
+type Rules interface {
+	// Ready reports whether an unblocked step may begin now (a matrix's max-parallel).
+	Ready(s *State, step *Step) bool
+	// Begin decides an unblocked step: skip it (reason non-empty), or dispatch it with
+	// payload (timeoutSeconds 0: its skill's own timeout).
+	Begin(s *State, step *Step) (payload json.RawMessage, timeoutSeconds int, skip string, err error)
+	// Ended returns the steps to cancel now that row ended (a fail-fast matrix's other
+	// instances); the engine cancels the pending ones and stops the dispatched ones.
+	Ended(s *State, row *StepRow) []string
+	// Outcome is the chain's end once every step has: its status (apitypes.ChainCompleted
+	// or ChainFailed), error and output.
+	Outcome(s *State) (status string, output, errBody json.RawMessage, err error)
+}
+
+// RulesFunc returns the Rules of a definition written in another language; the
+// coordinator calls it for a definition with Workflow set.
+type RulesFunc func(def *Definition) (Rules, error)
