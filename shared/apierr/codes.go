@@ -79,6 +79,8 @@ const (
 	CodeJournalUnavailable         = "JOURNAL_UNAVAILABLE"
 	CodeChainStepFailed            = "CHAIN_STEP_FAILED"
 	CodeChainForEachInvalid        = "CHAIN_FOR_EACH_INVALID"
+	CodeWorkflowFailed             = "WORKFLOW_FAILED"
+	CodeWorkflowExpression         = "WORKFLOW_EXPRESSION_FAILED"
 )
 
 // Where says which part of the platform answers with a code or records it.
@@ -175,6 +177,8 @@ var specs = []Spec{
 	{CodeJournalUnavailable, 0, Run, false},
 	{CodeChainStepFailed, 0, Run, true},
 	{CodeChainForEachInvalid, 0, Run, true},
+	{CodeWorkflowFailed, 0, Run, true},
+	{CodeWorkflowExpression, 0, Run, true},
 }
 
 // StatusClientClosedRequest is the status of an answer to a caller that went away

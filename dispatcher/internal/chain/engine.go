@@ -2,6 +2,7 @@ package chain
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -362,6 +363,11 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 	}
 	if e.Rules != nil {
 		payload, timeout, skip, err := e.Rules.Begin(e.S, s)
+		var failure *StepFailure
+		if errors.As(err, &failure) {
+			e.end(w, Failed, nil, failure.Body, "rules")
+			return nil, e.afterFailure(w)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,13 @@ package chain
 
 import "encoding/json"
 
+// StepFailure is an error Rules.Begin returns for a step that cannot run as written (an
+// expression that fails to evaluate): the step fails with Body as its error, and the
+// chain goes on as after any failure. Any other error rolls the transition back.
+type StepFailure struct{ Body json.RawMessage }
+
+func (f *StepFailure) Error() string { return "the step cannot run: " + string(f.Body) }
+
 // Rules are what the language a chain was written in decides, where a chain skill's own
 // block (conditions, output mappings, on_failure) does not apply: a workflow in GitHub
 // Actions syntax (package workflow) compiles to a chain whose steps carry `if:`
@@ -13,8 +20,8 @@ import "encoding/json"
 type Rules interface {
 	// Ready reports whether an unblocked step may begin now (a matrix's max-parallel).
 	Ready(s *State, step *Step) bool
-	// Begin decides an unblocked step: skip it (reason non-empty), or dispatch it with
-	// payload (timeoutSeconds 0: its skill's own timeout).
+	// Begin decides an unblocked step: skip it (reason non-empty), dispatch it with payload
+	// (timeoutSeconds 0: its skill's own timeout), or fail it (a *StepFailure).
 	Begin(s *State, step *Step) (payload json.RawMessage, timeoutSeconds int, skip string, err error)
 	// Ended returns the steps to cancel now that row ended (a fail-fast matrix's other
 	// instances); the engine cancels the pending ones and stops the dispatched ones.
