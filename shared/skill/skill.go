@@ -40,9 +40,12 @@ type Skill struct {
 	DataResidency    string          `json:"data_residency" yaml:"data_residency" validate:"omitempty,oneof=any eu_only us_only"`
 	CostCeilingUSD   *float64        `json:"cost_ceiling_usd,omitempty" yaml:"cost_ceiling_usd" validate:"omitempty,min=0,max=99999999"` // numeric(14, 6)
 	Chain            json.RawMessage `json:"chain,omitempty" yaml:"-"`
-	Autonomous       json.RawMessage `json:"autonomous,omitempty" yaml:"-"`
-	UpdatedAt        time.Time       `json:"updated_at" yaml:"-"`
-	UpdatedBy        string          `json:"updated_by,omitempty" yaml:"-"`
+	// Workflow is a chain skill written as a workflow file in GitHub Actions syntax (the
+	// file as written), instead of a Chain block.
+	Workflow   string          `json:"workflow,omitempty" yaml:"-"`
+	Autonomous json.RawMessage `json:"autonomous,omitempty" yaml:"-"`
+	UpdatedAt  time.Time       `json:"updated_at" yaml:"-"`
+	UpdatedBy  string          `json:"updated_by,omitempty" yaml:"-"`
 }
 
 // Defaults fills the fields a binding may leave out.
@@ -83,7 +86,7 @@ type DB = postgres.Querier
 const columns = `id, org_id, job_type, version, enabled, description, execution_type, routing_hint,
 	model_override, system_prompt, tools, max_iterations, max_tokens, temperature, timeout_seconds,
 	max_retries, queue, risk_level, requires_approval, data_residency, cost_ceiling_usd::float8,
-	chain, autonomous, updated_at, updated_by`
+	chain, autonomous, COALESCE(workflow, ''), updated_at, updated_by`
 
 func scan(row pgx.Row) (Skill, error) {
 	var s Skill
@@ -91,7 +94,7 @@ func scan(row pgx.Row) (Skill, error) {
 	err := row.Scan(&s.ID, &s.OrgID, &s.JobType, &s.Version, &s.Enabled, &s.Description, &s.ExecutionType,
 		&s.RoutingHint, &s.ModelOverride, &s.SystemPrompt, &s.Tools, &s.MaxIterations, &s.MaxTokens,
 		&s.Temperature, &s.TimeoutSeconds, &maxRetries, &s.Queue, &s.RiskLevel, &s.RequiresApproval,
-		&s.DataResidency, &s.CostCeilingUSD, &s.Chain, &s.Autonomous, &s.UpdatedAt, &s.UpdatedBy)
+		&s.DataResidency, &s.CostCeilingUSD, &s.Chain, &s.Autonomous, &s.Workflow, &s.UpdatedAt, &s.UpdatedBy)
 	s.MaxRetries = &maxRetries
 	return s, err
 }
@@ -154,8 +157,9 @@ func Put(ctx context.Context, db DB, orgID string, s Skill, by string) (Skill, A
 	saved, err := scan(db.QueryRow(ctx, `INSERT INTO skills (org_id, job_type, enabled, description, execution_type,
 			routing_hint, model_override, system_prompt, tools, max_iterations, max_tokens, temperature,
 			timeout_seconds, max_retries, queue, risk_level, requires_approval, data_residency,
-			cost_ceiling_usd, chain, autonomous, updated_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+			cost_ceiling_usd, chain, autonomous, updated_by, workflow)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+			NULLIF($23, ''))
 		ON CONFLICT (org_id, job_type) DO UPDATE SET version = skills.version + 1, enabled = EXCLUDED.enabled,
 			description = EXCLUDED.description, execution_type = EXCLUDED.execution_type,
 			routing_hint = EXCLUDED.routing_hint, model_override = EXCLUDED.model_override,
@@ -165,12 +169,13 @@ func Put(ctx context.Context, db DB, orgID string, s Skill, by string) (Skill, A
 			max_retries = EXCLUDED.max_retries, queue = EXCLUDED.queue, risk_level = EXCLUDED.risk_level,
 			requires_approval = EXCLUDED.requires_approval, data_residency = EXCLUDED.data_residency,
 			cost_ceiling_usd = EXCLUDED.cost_ceiling_usd, chain = EXCLUDED.chain,
-			autonomous = EXCLUDED.autonomous, updated_by = EXCLUDED.updated_by, updated_at = now()
+			autonomous = EXCLUDED.autonomous, workflow = EXCLUDED.workflow, updated_by = EXCLUDED.updated_by,
+			updated_at = now()
 		RETURNING `+columns,
 		orgID, s.JobType, s.Enabled, s.Description, s.ExecutionType, s.RoutingHint, s.ModelOverride,
 		s.SystemPrompt, s.Tools, s.MaxIterations, s.MaxTokens, s.Temperature, s.TimeoutSeconds, *s.MaxRetries,
 		s.Queue, s.RiskLevel, s.RequiresApproval, s.DataResidency, s.CostCeilingUSD, nullJSON(s.Chain),
-		nullJSON(s.Autonomous), by))
+		nullJSON(s.Autonomous), by, s.Workflow))
 	if err != nil {
 		return Skill{}, "", fmt.Errorf("saving skill %q: %w", s.JobType, err)
 	}
