@@ -309,7 +309,7 @@ func (t *tx) Dispatch(d Dispatch) (Sent, error) {
 	}
 	p, err := t.c.Pipeline.PrepareStep(t.ctx, StepRequest{OrgID: t.e.S.OrgID, ChainID: t.e.S.ID, Label: label,
 		TraceID: traceID, ParentSpanID: sp.ID, UserID: userID, Priority: priority, JobType: d.JobType,
-		Payload: d.Payload, TimeoutSeconds: d.TimeoutSeconds})
+		Payload: d.Payload, TimeoutSeconds: d.TimeoutSeconds, Queue: d.Queue})
 	var ae *apierr.Error
 	if errors.As(err, &ae) && ae.Status < 500 {
 		body, _ := json.Marshal(map[string]any{"code": ae.Code, "message": ae.Message, "context": ae.Context})

@@ -75,6 +75,8 @@ type Dispatch struct {
 	Payload  json.RawMessage
 	// TimeoutSeconds is the step's own timeout; 0: its skill's.
 	TimeoutSeconds int
+	// Queue is the queue or queue class the step runs on; "": its skill's.
+	Queue string
 }
 
 // Sent is what a dispatch did: the run (held for review or queued) and its
@@ -210,7 +212,7 @@ func (e *Engine) Ended(end RunEnd) error {
 	}
 	retriable := end.Status == run.Failed || end.Status == run.TimedOut
 	if outcome == Failed && retriable && r.Attempt <= e.S.Def.MaxStepRetries {
-		return e.dispatch(r, r.Attempt+1, end.Error, nil, 0)
+		return e.dispatch(r, r.Attempt+1, end.Error, nil)
 	}
 	e.end(r, outcome, end.Output, end.Error, "")
 	if r.Instance != Whole {
@@ -362,7 +364,7 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 		e.Hooks.Event(event.ChainJoin, map[string]any{"joinStepId": s.StepID, "completedPredecessors": s.DependsOn})
 	}
 	if e.Rules != nil {
-		payload, timeout, skip, err := e.Rules.Begin(e.S, s)
+		d, err := e.Rules.Begin(e.S, s)
 		var failure *StepFailure
 		if errors.As(err, &failure) {
 			e.end(w, Failed, nil, failure.Body, "rules")
@@ -371,11 +373,11 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if skip != "" {
-			e.end(w, Skipped, nil, nil, skip)
+		if d.Skip != "" {
+			e.end(w, Skipped, nil, nil, d.Skip)
 			return nil, nil
 		}
-		if err := e.dispatch(w, 1, nil, payload, timeout); err != nil {
+		if err := e.dispatch(w, 1, nil, &d); err != nil {
 			return nil, err
 		}
 		return []string{w.Label()}, nil
@@ -394,7 +396,7 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 		}
 	}
 	if s.ForEach == "" {
-		if err := e.dispatch(w, 1, nil, nil, 0); err != nil {
+		if err := e.dispatch(w, 1, nil, nil); err != nil {
 			return nil, err
 		}
 		return []string{w.Label()}, nil
@@ -422,7 +424,7 @@ func (e *Engine) begin(s *Step, w *StepRow) ([]string, error) {
 	for i := range list {
 		in := &StepRow{ChainStep: runstore.ChainStep{StepID: s.StepID, Instance: i, Status: Pending}, Changed: true}
 		e.S.Steps = append(e.S.Steps, in)
-		if err := e.dispatch(in, 1, nil, nil, 0); err != nil {
+		if err := e.dispatch(in, 1, nil, nil); err != nil {
 			return nil, err
 		}
 		labels = append(labels, in.Label())
@@ -464,21 +466,22 @@ func (e *Engine) afterFailure(w *StepRow) error {
 	return e.rulesEnded(w)
 }
 
-// dispatch sends a step row's run (attempt n) through the pipeline, with payload and
-// timeout as the Rules decided them (payload nil: the chain's own, built here). A refusal
-// fails the step at once with the refusal as its error (its policy applies as for any
-// failure).
-func (e *Engine) dispatch(r *StepRow, attempt int, lastErr, payload json.RawMessage, timeout int) error {
+// dispatch sends a step row's run (attempt n) through the pipeline, as the Rules decided
+// it (nil: the chain's own payload, built here). A refusal fails the step at once with the
+// refusal as its error (its policy applies as for any failure).
+func (e *Engine) dispatch(r *StepRow, attempt int, lastErr json.RawMessage, decided *Decision) error {
 	s := e.step(r.StepID)
-	if payload == nil {
-		var err error
-		if payload, err = e.payload(s, r.Instance); err != nil {
+	req := Dispatch{StepID: s.StepID, Instance: r.Instance, Attempt: attempt, JobType: s.JobType}
+	if decided != nil {
+		req.Payload, req.TimeoutSeconds, req.Queue = decided.Payload, decided.TimeoutSeconds, decided.Queue
+	} else {
+		payload, err := e.payload(s, r.Instance)
+		if err != nil {
 			return err
 		}
-		timeout = s.TimeoutSeconds
+		req.Payload, req.TimeoutSeconds = payload, s.TimeoutSeconds
 	}
-	d, err := e.Hooks.Dispatch(Dispatch{StepID: s.StepID, Instance: r.Instance, Attempt: attempt, JobType: s.JobType,
-		Payload: payload, TimeoutSeconds: timeout})
+	d, err := e.Hooks.Dispatch(req)
 	if err != nil {
 		return err
 	}
@@ -789,6 +792,8 @@ type StepRequest struct {
 	JobType                      string
 	Payload                      json.RawMessage
 	TimeoutSeconds               int
+	// Queue is the queue or queue class to run on instead of the skill's ("": the skill's).
+	Queue string
 }
 
 // RootPayloads returns the payload each root step (of the steps not in skip) would be
@@ -804,12 +809,16 @@ func RootPayloads(def *Definition, input json.RawMessage, skip map[string]bool, 
 		}
 		if rules != nil {
 			e.whole(s.StepID)
-			p, _, skipped, err := rules.Begin(e.S, s)
+			d, err := rules.Begin(e.S, s)
+			var failure *StepFailure
+			if errors.As(err, &failure) {
+				continue // fails when the chain starts, before it is governed
+			}
 			if err != nil {
 				return nil, err
 			}
-			if skipped == "" {
-				out[s.StepID] = p
+			if d.Skip == "" {
+				out[s.StepID] = d.Payload
 			}
 			continue
 		}

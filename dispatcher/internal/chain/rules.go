@@ -20,15 +20,26 @@ func (f *StepFailure) Error() string { return "the step cannot run: " + string(f
 type Rules interface {
 	// Ready reports whether an unblocked step may begin now (a matrix's max-parallel).
 	Ready(s *State, step *Step) bool
-	// Begin decides an unblocked step: skip it (reason non-empty), dispatch it with payload
-	// (timeoutSeconds 0: its skill's own timeout), or fail it (a *StepFailure).
-	Begin(s *State, step *Step) (payload json.RawMessage, timeoutSeconds int, skip string, err error)
+	// Begin decides an unblocked step: skip it, dispatch it, or fail it (a *StepFailure).
+	Begin(s *State, step *Step) (Decision, error)
 	// Ended returns the steps to cancel now that row ended (a fail-fast matrix's other
 	// instances); the engine cancels the pending ones and stops the dispatched ones.
 	Ended(s *State, row *StepRow) []string
 	// Outcome is the chain's end once every step has: its status (apitypes.ChainCompleted
 	// or ChainFailed), error and output.
 	Outcome(s *State) (status string, output, errBody json.RawMessage, err error)
+}
+
+// Decision is what Rules.Begin decided for a step.
+type Decision struct {
+	// Skip, when not empty, skips the step with this reason.
+	Skip    string
+	Payload json.RawMessage
+	// TimeoutSeconds bounds the step's run; 0: its skill's own timeout.
+	TimeoutSeconds int
+	// Queue runs the step on this queue or queue class instead of its skill's ("": the
+	// skill's).
+	Queue string
 }
 
 // RulesFunc returns the Rules of a definition written in another language; the

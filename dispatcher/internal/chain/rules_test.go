@@ -30,11 +30,11 @@ func (f *fakeRules) Ready(s *State, step *Step) bool {
 	return true
 }
 
-func (f *fakeRules) Begin(_ *State, step *Step) (json.RawMessage, int, string, error) {
+func (f *fakeRules) Begin(_ *State, step *Step) (Decision, error) {
 	if f.skip[step.StepID] {
-		return nil, 0, "if", nil
+		return Decision{Skip: "if"}, nil
 	}
-	return json.RawMessage(`{"step":"` + step.StepID + `"}`), 7, "", nil
+	return Decision{Payload: json.RawMessage(`{"step":"` + step.StepID + `"}`), TimeoutSeconds: 7, Queue: "gpu"}, nil
 }
 
 func (f *fakeRules) Ended(_ *State, r *StepRow) []string {
@@ -73,7 +73,7 @@ func TestRulesDecideWhatAChainSkillsBlockWould(t *testing.T) {
 	if got := h.labels(); !slices.Equal(got, []string{"m/0/a"}) {
 		t.Fatalf("dispatched %v: max-parallel 1 should start one instance", got)
 	}
-	if d := h.dispatched[0]; string(d.Payload) != `{"step":"m/0/a"}` || d.TimeoutSeconds != 7 {
+	if d := h.dispatched[0]; string(d.Payload) != `{"step":"m/0/a"}` || d.TimeoutSeconds != 7 || d.Queue != "gpu" {
 		t.Fatalf("dispatch %+v: want the Rules' payload and timeout", d)
 	}
 	end(t, e, h.runOf(t, "m/0/a"), run.Completed, `{}`)

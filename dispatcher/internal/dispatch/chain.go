@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -188,7 +189,56 @@ func (s *Service) governStep(ctx context.Context, org store.Org, r chain.StepReq
 			fmt.Sprintf("Step job type %q is itself a chain; a chain's steps are llm_only or tool_using skills.", r.JobType),
 			"Inline the inner chain's steps into this chain.").With("job_type", r.JobType)
 	}
+	if r.Queue != "" {
+		if err := s.runOn(ctx, j, r.Queue); err != nil {
+			return nil, err
+		}
+	}
 	return j, nil
+}
+
+// runOn moves a step's run to the queue a workflow's runs-on names: a queue by name, or a
+// queue class (cpu, gpu) — the skill's own queue when it is of that class, else the first
+// queue of the class by name. A label that names neither is a refusal.
+func (s *Service) runOn(ctx context.Context, j *job, label string) error {
+	if q, err := s.Registry.Queue(ctx, label); err == nil {
+		j.sk.Queue = q.Name
+		if j.sk.TimeoutSeconds == nil {
+			j.timeout = time.Duration(q.TimeoutSeconds) * time.Second
+		}
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return dbError(err)
+	}
+	qs, err := store.ListQueues(ctx, s.DB)
+	if err != nil {
+		return dbError(err)
+	}
+	var pick *store.Queue
+	for i, q := range qs {
+		if q.Class != label {
+			continue
+		}
+		if q.Name == j.sk.Queue || pick == nil {
+			pick = &qs[i]
+		}
+	}
+	if pick == nil {
+		names := make([]string, len(qs))
+		for i, q := range qs {
+			names[i] = q.Name
+		}
+		return apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed,
+			fmt.Sprintf("runs-on %q names no queue and no queue class.", label),
+			"Use a queue ("+strings.Join(names, ", ")+") or a class (cpu, gpu) in the job's runs-on.").With("runs_on", label)
+	}
+	if pick.Name != j.sk.Queue {
+		j.sk.Queue = pick.Name
+		if j.sk.TimeoutSeconds == nil {
+			j.timeout = time.Duration(pick.TimeoutSeconds) * time.Second
+		}
+	}
+	return nil
 }
 
 // PrepareStep governs a chain step and lays out its run's rows, for the coordinator to
