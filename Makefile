@@ -8,7 +8,7 @@ GO ?= go
 PKGS = $(shell scripts/modules.sh)
 MODULE_DIRS = $(patsubst ./%/...,%,$(PKGS))
 
-.PHONY: help build run start stop status test faults bench-handoff fmt vet lint clean
+.PHONY: help build run start stop status test conformance faults bench-handoff fmt vet lint clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,6 +30,9 @@ status: ## show which services are running
 
 test: ## go vet + go test over every module (and web/ tests) against a throwaway Postgres/Redis
 	scripts/test.sh
+
+conformance: ## GitHub's ${{ }} expression cases through package expr: N passed, N failed (cases from ../shared/conformance/gha-expressions, or the folder in SWITCHYARD_EXPR_CORPUS)
+	$(GO) test ./dispatcher/internal/workflow/expr -run '^TestConformance$$' -count=1 -v | grep -v -E '^(=== RUN|--- PASS|PASS$$|ok )'
 
 faults: ## the fault suite on a platform of its own (docs/faults.md); e.g. FAULTS_FLAGS='-faults pg-stop -load 60s'
 	$(GO) run ./bench/cmd/faults $(FAULTS_FLAGS)
