@@ -285,3 +285,29 @@ func TestEmptyExpressionIsNull(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, eval(t, "  ", Context{}))
 }
+
+// BenchmarkEval: a parsed `if:`-sized expression evaluated against a job's needs and steps.
+func BenchmarkEval(b *testing.B) {
+	e, err := Parse("needs.build.result == 'success' && startsWith(steps.s1.outputs.ref, 'refs/heads/') && !contains(needs.*.result, 'failure')", []string{"needs", "steps"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := Context{Named: map[string]any{
+		"needs": map[string]any{"build": map[string]any{"result": "success", "outputs": map[string]any{"a": "1", "b": "2"}}, "lint": map[string]any{"result": "success"}},
+		"steps": map[string]any{"s1": map[string]any{"outputs": map[string]any{"ref": "refs/heads/main"}, "outcome": "success"}},
+	}}
+	for b.Loop() {
+		if _, err := e.Eval(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParse: the same expression parsed.
+func BenchmarkParse(b *testing.B) {
+	for b.Loop() {
+		if _, err := Parse("needs.build.result == 'success' && startsWith(steps.s1.outputs.ref, 'refs/heads/') && !contains(needs.*.result, 'failure')", []string{"needs", "steps"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
