@@ -192,37 +192,67 @@ func closing(s string, from int) (int, bool) {
 // expression gives that expression's value as it is (a number stays a number, an object an
 // object); otherwise each part is replaced by String(value). No ${{: the string itself.
 func Interpolate(tmpl string, contexts []string, ctx Context) (any, error) {
-	if !strings.Contains(tmpl, "${{") {
-		return tmpl, nil
+	parts, err := parseTemplate(tmpl, contexts)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 1 && parts[0].e != nil {
+		return parts[0].e.Eval(ctx)
 	}
 	var b strings.Builder
+	for _, p := range parts {
+		if p.e == nil {
+			b.WriteString(p.text)
+			continue
+		}
+		v, err := p.e.Eval(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(String(v))
+	}
+	return b.String(), nil
+}
+
+// CheckTemplate parses every ${{ }} part of a string and reports the first problem, for
+// validation of what Interpolate will be given.
+func CheckTemplate(tmpl string, contexts []string) error {
+	_, err := parseTemplate(tmpl, contexts)
+	return err
+}
+
+// part is a piece of a template: text, or an expression (e non-nil).
+type part struct {
+	text string
+	e    *Expr
+}
+
+func parseTemplate(tmpl string, contexts []string) ([]part, error) {
+	var parts []part
 	i := 0
 	for {
 		j := strings.Index(tmpl[i:], "${{")
 		if j < 0 {
-			b.WriteString(tmpl[i:])
-			break
+			if i < len(tmpl) || len(parts) == 0 {
+				parts = append(parts, part{text: tmpl[i:]})
+			}
+			return parts, nil
 		}
 		start := i + j
 		end, ok := closing(tmpl, start+3)
 		if !ok {
-			return nil, &Error{Kind: KindParsing, Pos: len([]rune(tmpl[:start])) + 1,
-				Message: fmt.Sprintf("An expression was not closed: '${{' at position %d has no '}}': %s", len([]rune(tmpl[:start]))+1, tmpl)}
+			pos := len([]rune(tmpl[:start])) + 1
+			return nil, &Error{Kind: KindParsing, Pos: pos,
+				Message: fmt.Sprintf("An expression was not closed: '${{' at position %d has no '}}': %s", pos, tmpl)}
 		}
 		e, err := Parse(tmpl[start+3:end], contexts)
 		if err != nil {
 			return nil, err
 		}
-		v, err := e.Eval(ctx)
-		if err != nil {
-			return nil, err
+		if start > i {
+			parts = append(parts, part{text: tmpl[i:start]})
 		}
-		if start == 0 && end+2 == len(tmpl) {
-			return v, nil
-		}
-		b.WriteString(tmpl[i:start])
-		b.WriteString(String(v))
+		parts = append(parts, part{e: e})
 		i = end + 2
 	}
-	return b.String(), nil
 }

@@ -172,6 +172,11 @@ func TestInterpolate(t *testing.T) {
 
 	_, err = Interpolate("${{ secrets.token }}", workflowContexts, ctx)
 	require.ErrorContains(t, err, "Unrecognized named-value: 'secrets'")
+
+	require.NoError(t, CheckTemplate("a ${{ inputs.name }} b ${{ '}}' }}", workflowContexts))
+	require.NoError(t, CheckTemplate("plain", workflowContexts))
+	require.ErrorContains(t, CheckTemplate("${{ inputs.name }} ${{ github.sha }}", workflowContexts), "'github'",
+		"every part is parsed, not only the first")
 }
 
 func TestContextsCaseInsensitive(t *testing.T) {
