@@ -46,12 +46,22 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/rhysd/actionlint v1.7.12
 	github.com/stretchr/testify v1.12.1
 	github.com/switchyard-ai/switchyard/migrations v0.0.0
 	github.com/switchyard-ai/switchyard/runstore v0.0.0
 	github.com/switchyard-ai/switchyard/shared v0.0.0
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v4 v4.0.0-rc.3
 	golang.org/x/sync v0.24.0
+)
+
+require (
+	github.com/bmatcuk/doublestar/v4 v4.10.0 // indirect
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/fatih/color v1.19.0 // indirect
+	github.com/mattn/go-runewidth v0.0.21 // indirect
+	github.com/mattn/go-shellwords v1.0.12 // indirect
 )
 
 require (

@@ -68,8 +68,10 @@ type Matrix struct {
 	// Dimensions in file order; each value is a list ([]any) or an expression (string
 	// "${{ … }}") that must evaluate to one.
 	Dimensions []Dimension
-	// Include and Exclude are lists of combinations; either may instead be one expression.
-	Include, Exclude []map[string]any
+	// Include and Exclude are lists of combinations; either may instead be one expression,
+	// then in IncludeExpr or ExcludeExpr ("${{ … }}") and the list is nil.
+	Include, Exclude         []map[string]any
+	IncludeExpr, ExcludeExpr string
 	// FailFast (GitHub's default true) cancels the job's other instances when one fails.
 	FailFast bool
 	// MaxParallel bounds how many instances run at once; 0: no bound.
