@@ -291,7 +291,10 @@ func (p *parser) runsOn(j *actionlint.Job) string {
 	if r == nil {
 		return "" // actionlint reports a missing runs-on
 	}
-	hint := fmt.Sprintf("write one label: `runs-on: %s` for each skill's own queue, or one of: %s", AnyQueue, strings.Join(p.labels[1:], ", "))
+	hint := fmt.Sprintf("write one label: `runs-on: %s` for each skill's own queue", AnyQueue)
+	if len(p.labels) > 1 {
+		hint += ", or one of: " + strings.Join(p.labels[1:], ", ")
+	}
 	if r.LabelsExpr != nil {
 		p.refuse(r.LabelsExpr.Pos, "runs-on", "runs-on given as an expression is not supported: the queue must be known before the run", hint)
 		return ""

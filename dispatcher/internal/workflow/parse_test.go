@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -240,4 +241,31 @@ func TestPermissionsAreAccepted(t *testing.T) {
 		"    steps:\n      - uses: ./skills/demo_llm\n        with: {prompt: hi}\n"
 	_, problems := workflow.Parse([]byte(src), catalogue(t))
 	require.Empty(t, problems)
+}
+
+// BenchmarkParse200Jobs: parse and validate a workflow of 200 jobs (a chain of 100 and a
+// fan-out of 100 joined by the last), the size the issue measures.
+func BenchmarkParse200Jobs(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("name: big\non:\n  workflow_dispatch:\n    inputs:\n      topic: {type: string, required: true}\njobs:\n")
+	for i := range 200 {
+		fmt.Fprintf(&sb, "  j%d:\n    runs-on: any\n", i)
+		switch {
+		case i > 0 && i < 100:
+			fmt.Fprintf(&sb, "    needs: j%d\n", i-1)
+		case i >= 100:
+			sb.WriteString("    needs: j99\n")
+		}
+		fmt.Fprintf(&sb, "    outputs:\n      text: ${{ steps.s.outputs.result }}\n    steps:\n      - id: s\n        uses: ./skills/demo_llm\n"+
+			"        with:\n          prompt: \"Step %d on ${{ inputs.topic }}\"\n", i)
+	}
+	src := []byte(sb.String())
+	opts := workflow.Options{RunnerLabels: []string{"default"}, KnownSkill: func(string) bool { return true }}
+	if _, problems := workflow.Parse(src, opts); len(problems) > 0 {
+		b.Fatal(problems)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		workflow.Parse(src, opts)
+	}
 }

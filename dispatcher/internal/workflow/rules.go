@@ -46,6 +46,8 @@ func (p *parser) skill(uses *actionlint.String) string {
 		switch {
 		case strings.HasPrefix(u, "docker://"):
 			what = "a container image"
+		case strings.HasPrefix(u, "./skills/"):
+			what = "not a job type (lower-case letters, digits, '_', '.' and '-', starting with a letter; no version after it)"
 		case strings.HasPrefix(u, "./"):
 			what = "a local path that is not a skill"
 		}
