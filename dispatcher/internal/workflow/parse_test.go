@@ -190,6 +190,7 @@ func TestRefusals(t *testing.T) {
 		{"marketplace action", head + "    steps:\n      - uses: actions/checkout@v4\n", 7, 15, workflow.RuleSkillCall, "uses: ./skills/<job_type>"},
 		{"docker action", head + "    steps:\n      - uses: docker://alpine:3\n", 7, 15, workflow.RuleSkillCall, "uses: ./skills/<job_type>"},
 		{"local action", head + "    steps:\n      - uses: ./.github/actions/x\n", 7, 15, workflow.RuleSkillCall, "uses: ./skills/<job_type>"},
+		{"not a job type", head + "    steps:\n      - uses: ./skills/Demo@v1\n", 7, 15, workflow.RuleSkillCall, "uses: ./skills/<job_type>"},
 		{"unknown skill", head + "    steps:\n      - uses: ./skills/nope\n", 7, 15, workflow.RuleUnknownSkill, "yard skills list"},
 		{"container", head + "    container: alpine\n" + step, 6, 5, workflow.RuleUnsupportedKey, "remove `container`"},
 		{"services", head + "    services:\n      db: {image: postgres}\n" + step, 7, 7, workflow.RuleUnsupportedKey, "remove `services`"},
@@ -204,12 +205,17 @@ func TestRefusals(t *testing.T) {
 		{"secrets context", head + "    steps:\n      - uses: ./skills/demo_llm\n        with: {prompt: 'key ${{ secrets.KEY }}'}\n", 8, 33, workflow.RuleContext, "remove the secret"},
 		{"github context", head + "    steps:\n      - uses: ./skills/demo_llm\n        with:\n          prompt: ${{ github.event.inputs.x }}\n", 9, 23, workflow.RuleContext, "inputs.<name>"},
 		{"github in a bare if", head + "    if: github.ref == 'x'\n" + step, 6, 9, workflow.RuleContext, "inputs.<name>"},
+		{"runner in a step's bare if", head + "    steps:\n      - uses: ./skills/demo_llm\n        if: runner.os == 'Linux'\n        with: {prompt: hi}\n",
+			8, 13, workflow.RuleContext, "remove the reference"},
 		{"hashFiles", head + "    steps:\n      - uses: ./skills/demo_llm\n        with:\n          prompt: ${{ hashFiles('x') }}\n", 9, 23, workflow.RuleContext, "hashFiles"},
 		{"runs-on not a queue", "name: t\non: workflow_dispatch\njobs:\n  a:\n    runs-on: ubuntu-latest\n" + step, 5, 14, workflow.RuleRunsOn, "runs-on: any"},
 		{"runs-on two labels", "name: t\non: workflow_dispatch\njobs:\n  a:\n    runs-on: [default, gpu]\n" + step, 5, 24, workflow.RuleRunsOn, "one label"},
 		{"runs-on expression", "name: t\non: workflow_dispatch\njobs:\n  a:\n    runs-on: ${{ 'default' }}\n" + step, 5, 14, workflow.RuleRunsOn, "one label"},
 		{"continue-on-error expression", head + "    continue-on-error: ${{ true }}\n" + step, 6, 24, workflow.RuleStaticValue, "true or false"},
 		{"timeout expression", head + "    timeout-minutes: ${{ 3 }}\n" + step, 6, 22, workflow.RuleStaticValue, "timeout-minutes: 10"},
+		{"fail-fast expression", head + "    strategy:\n      fail-fast: ${{ false }}\n      matrix: {a: [1]}\n" + step, 7, 18, workflow.RuleStaticValue, "true or false"},
+		{"include entry expression", head + "    strategy:\n      matrix:\n        a: [1]\n        include:\n          - ${{ fromJSON('{}') }}\n" + step,
+			10, 13, workflow.RuleStaticValue, "include: ${{ fromJSON(…) }}"},
 		{"environment input", "name: t\non:\n  workflow_dispatch:\n    inputs:\n      env: {type: environment}\njobs:\n  a:\n    runs-on: any\n" + step,
 			5, 7, workflow.RuleInput, "type string"},
 		{"job calls a workflow", "name: t\non: workflow_dispatch\njobs:\n  a:\n    uses: ./.github/workflows/x.yaml\n", 5, 11, workflow.RuleSkillCall, "uses: ./skills/<workflow name>"},
@@ -223,7 +229,8 @@ func TestRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, problems := workflow.Parse([]byte(tc.src), opts)
+			wf, problems := workflow.Parse([]byte(tc.src), opts)
+			require.Equal(t, tc.rule == "syntax-check" && strings.Contains(tc.hint, "YAML"), wf == nil, "a workflow unless the YAML is unreadable")
 			require.Len(t, problems, 1, "%+v", problems)
 			p := problems[0]
 			require.Equal(t, tc.rule, p.Rule, p.Message)
