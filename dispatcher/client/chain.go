@@ -243,23 +243,15 @@ func (w *chainWatch) poll(ctx context.Context) {
 			w.fail(ctx, err)
 			return
 		}
-		runs := []string{w.parent}
-		for _, s := range ch.Steps {
-			if s.JobID != "" && !slices.Contains(runs, s.JobID) {
-				runs = append(runs, s.JobID)
-			}
+		done, got := w.readSteps(ctx, ch)
+		if done {
+			return
 		}
-		got := 0
-		for _, run := range runs {
-			if w.ended[run] {
-				continue
-			}
-			done, n := w.read(ctx, run)
-			if done {
-				return
-			}
-			got += n
+		done, n := w.readParent(ctx)
+		if done {
+			return
 		}
+		got += n
 		if got == 0 {
 			r, err := w.c.Get(ctx, w.parent)
 			if err != nil {
@@ -268,7 +260,7 @@ func (w *chainWatch) poll(ctx context.Context) {
 			}
 			if r.Status.Terminal() {
 				// Catch a terminal event journaled between the two reads.
-				w.read(ctx, w.parent)
+				w.readParent(ctx)
 				return
 			}
 		}
@@ -276,6 +268,50 @@ func (w *chainWatch) poll(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// readSteps delivers the new events of the chain's step runs not yet ended.
+func (w *chainWatch) readSteps(ctx context.Context, ch *Chain) (done bool, n int) {
+	var seen []string
+	for _, s := range ch.Steps {
+		if s.JobID == "" || w.ended[s.JobID] || slices.Contains(seen, s.JobID) {
+			continue
+		}
+		seen = append(seen, s.JobID)
+		done, got := w.read(ctx, s.JobID)
+		if done {
+			return true, n + got
+		}
+		n += got
+	}
+	return false, n
+}
+
+// readParent delivers the parent run's new events. Before its terminal event — the end of
+// the watch — the step runs are read once more: the chain's end may have ended steps (a
+// cancellation) whose events were journaled after the steps were last read.
+func (w *chainWatch) readParent(ctx context.Context) (done bool, n int) {
+	evs, err := w.c.Events(ctx, w.parent, w.last[w.parent])
+	if err != nil {
+		w.fail(ctx, err)
+		return true, 0
+	}
+	for _, e := range evs {
+		if e.Terminal() && e.Seq > w.last[e.JobID] {
+			ch, err := w.c.Chain(ctx, w.chainID)
+			if err != nil {
+				w.fail(ctx, err)
+				return true, len(evs)
+			}
+			if done, _ := w.readSteps(ctx, ch); done {
+				return true, len(evs)
+			}
+		}
+		if w.deliver(e) {
+			return true, len(evs)
+		}
+	}
+	return false, len(evs)
 }
 
 // read delivers one run's events after the last seen; it reports whether watching is over
