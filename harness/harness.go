@@ -206,7 +206,7 @@ func (h *Harness) prepare(ctx context.Context) error {
 	}
 	keyFile := filepath.Join(dir, "admin.key")
 	if err := h.Run(ctx, Dispatcher, "bootstrap", "--key-file", keyFile, "--skills", filepath.Join(h.root, "skills"),
-		"--tools", toolsDir, "--sim-url", h.SimURL+"/v1"); err != nil {
+		"--workflows", filepath.Join(h.root, "workflows"), "--tools", toolsDir, "--sim-url", h.SimURL+"/v1"); err != nil {
 		return err
 	}
 	key, err := os.ReadFile(keyFile)

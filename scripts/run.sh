@@ -447,9 +447,9 @@ env_of dispatcher
 say "migrating the database"
 env -i "${envv[@]}" "$bin_dir/dispatcher" migrate >"$log_dir/migrate.log" 2>&1 || fail migrate "dispatcher migrate failed"
 
-say "bootstrapping (organisation, admin key, sim-llm provider, tools/, skills/)"
+say "bootstrapping (organisation, admin key, sim-llm provider, tools/, skills/, workflows/)"
 # stdout carries the admin key: keep it out of the log; the key file is the record.
-env -i "${envv[@]}" "$bin_dir/dispatcher" bootstrap --skills skills --tools tools --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
+env -i "${envv[@]}" "$bin_dir/dispatcher" bootstrap --skills skills --workflows workflows --tools tools --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
   2>"$log_dir/bootstrap.log" >/dev/null || fail bootstrap "dispatcher bootstrap failed"
 [ -f "$key_file" ] && chmod 600 "$key_file"
 

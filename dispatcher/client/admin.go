@@ -36,6 +36,9 @@ type SkillSpec struct {
 	CostCeilingUSD *float64        `json:"cost_ceiling_usd,omitempty"`
 	Chain          json.RawMessage `json:"chain,omitempty"`
 	Autonomous     json.RawMessage `json:"autonomous,omitempty"`
+	// Workflow is a chain skill written as a workflow file (GitHub Actions syntax), as
+	// written; a chain skill has Chain or Workflow.
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // Skill is a stored binding: its spec plus the registry's bookkeeping.

@@ -73,4 +73,18 @@ type FieldError struct {
 	Rule string `json:"rule"`
 	// Message explains the rule.
 	Message string `json:"message"`
+	// Line and Column place a problem in a file (a workflow), Hint says how to repair it.
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+// WorkflowCheck is the answer to POST /api/v1/workflows/validate for a valid file.
+type WorkflowCheck struct {
+	Valid  bool     `json:"valid"`
+	Name   string   `json:"name"`
+	Inputs []string `json:"inputs"`
+	Jobs   []string `json:"jobs"`
+	// Steps counts the steps of all jobs, before matrices are expanded.
+	Steps int `json:"steps"`
 }

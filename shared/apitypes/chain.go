@@ -42,6 +42,29 @@ type Chain struct {
 	DeadlineAt *time.Time      `json:"deadlineAt,omitempty"`
 	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
 	Steps      []ChainStep     `json:"steps"`
+	// Workflow is set for a chain written as a workflow: its jobs, the DAG a workflow is
+	// drawn as.
+	Workflow *WorkflowView `json:"workflow,omitempty"`
+}
+
+// WorkflowView is a workflow run's jobs: each with what it needs, its matrix size and,
+// once it has ended, its result (success, failure, cancelled or skipped) and outputs.
+type WorkflowView struct {
+	Name string        `json:"name"`
+	Jobs []WorkflowJob `json:"jobs"`
+}
+
+// WorkflowJob is one job of a workflow run; its steps are the chain's steps whose Job is
+// its ID.
+type WorkflowJob struct {
+	ID    string   `json:"id"`
+	Name  string   `json:"name,omitempty"`
+	Needs []string `json:"needs"`
+	// Instances is a matrix job's number of instances; absent otherwise.
+	Instances *int `json:"instances,omitempty"`
+	// Result is empty while the job has not ended.
+	Result  string         `json:"result,omitempty"`
+	Outputs map[string]any `json:"outputs,omitempty"`
 }
 
 // ChainStep is one step of a chain, or one instance of a for_each step.
@@ -70,6 +93,9 @@ type ChainStep struct {
 	StartedAt  *time.Time      `json:"startedAt,omitempty"`
 	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
 	CostUSD    float64         `json:"costUsd"`
+	// Job and Matrix place a workflow's step: its job, and its matrix instance's index.
+	Job    string `json:"job,omitempty"`
+	Matrix *int   `json:"matrix,omitempty"`
 }
 
 // ChainSummary is one chain of GET /api/v1/chains (newest first).

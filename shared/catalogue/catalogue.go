@@ -19,6 +19,12 @@ import (
 // LoadDir parses every *.yaml and *.yml file of dir with parse and returns the results
 // sorted by name. kind names the definitions in errors ("skill", "tool").
 func LoadDir[T any](dir, kind string, parse func([]byte) (T, error), name func(T) string) ([]T, error) {
+	return LoadFiles(dir, kind, func(_ string, b []byte) (T, error) { return parse(b) }, name)
+}
+
+// LoadFiles is LoadDir for definitions that take something from the file's path (a
+// workflow's job type is its file name).
+func LoadFiles[T any](dir, kind string, parse func(path string, b []byte) (T, error), name func(T) string) ([]T, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s catalogue: %w", kind, err)
@@ -35,7 +41,7 @@ func LoadDir[T any](dir, kind string, parse func([]byte) (T, error), name func(T
 		if err != nil {
 			return nil, err
 		}
-		v, err := parse(b)
+		v, err := parse(path, b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string) error {
 		fs := flag.NewFlagSet("dispatcher bootstrap", flag.ContinueOnError)
 		fs.StringVar(&opts.KeyFile, "key-file", ".run/admin.key", "where the admin API key is written")
 		fs.StringVar(&opts.SkillsDir, "skills", "skills", "skill catalogue directory (empty: skip)")
+		fs.StringVar(&opts.WorkflowsDir, "workflows", "", "workflow directory, e.g. workflows: each file registered as a chain skill (empty: skip)")
 		fs.StringVar(&opts.ToolsDir, "tools", "", "tool catalogue directory, e.g. tools (empty: skip)")
 		fs.StringVar(&opts.SimURL, "sim-url", "http://127.0.0.1:8099/v1", "sim-llm base URL (empty: no provider)")
 		fs.StringVar(&opts.OrgSlug, "org", "dev", "organisation slug")

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/client"
@@ -130,26 +132,46 @@ type fieldChange struct {
 }
 
 func (a *app) skillsApplyCmd() *cobra.Command {
+	return a.applyCmd(fileCatalogue{command: "skills", dir: "skills", load: skill.LoadDir,
+		managed: func(s client.Skill) bool { return s.Workflow == "" }})
+}
+
+// fileCatalogue is a directory of files that apply syncs into the skill registry: skills/
+// (bindings) or workflows/ (chain skills written as workflows).
+type fileCatalogue struct {
+	command, dir string
+	load         func(dir string) ([]skill.Skill, error)
+	// managed tells which of the registry's skills such files define (the others are not
+	// listed as having no file).
+	managed func(client.Skill) bool
+}
+
+func (a *app) applyCmd(cat fileCatalogue) *cobra.Command {
 	var dir string
 	var yes, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "apply",
-		Short: "Sync the YAML catalogue into the registry, showing the diff first",
-		Long: "apply reads every *.yaml of --dir (default skills/), compares each binding with the registry\n" +
+		Short: "Sync " + cat.dir + "/ into the registry, showing the diff first",
+		Long: "apply reads every *.yaml of --dir (default " + cat.dir + "/), compares each with the registry\n" +
 			"and prints what would change: new bindings and, for changed ones, each field from → to. It then\n" +
 			"asks for confirmation (--yes skips the question; --dry-run only prints). Bindings in the registry\n" +
 			"that have no file are listed and left alone.",
-		Example: `  yard skills apply --dry-run
-  yard skills apply --dir ./skills --yes`,
-		Args: cobra.NoArgs,
+		Example: "  yard " + cat.command + " apply --dry-run\n  yard " + cat.command + " apply --dir ./" + cat.dir + " --yes",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			local, err := skill.LoadDir(dir)
+			local, err := cat.load(dir)
 			if err != nil {
 				return usageError{err}
 			}
-			remote, err := a.client.Skills.List(cmd.Context(), "")
+			all, err := a.client.Skills.List(cmd.Context(), "")
 			if err != nil {
 				return err
+			}
+			var remote []client.Skill
+			for _, r := range all {
+				if cat.managed(r) || slices.ContainsFunc(local, func(l skill.Skill) bool { return l.JobType == r.JobType }) {
+					remote = append(remote, r)
+				}
 			}
 			changes, unchanged, orphans, err := diffSkills(local, remote)
 			if err != nil {
@@ -189,7 +211,7 @@ func (a *app) skillsApplyCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "skills", "directory of skill YAML files")
+	f.StringVar(&dir, "dir", cat.dir, "directory of the YAML files")
 	f.BoolVarP(&yes, "yes", "y", false, "apply without asking")
 	f.BoolVar(&dryRun, "dry-run", false, "print the diff and change nothing")
 	return cmd
@@ -310,6 +332,10 @@ func (a *app) printDiff(changes []skillChange, unchanged, orphans []string) {
 		}
 		fmt.Fprintf(a.out, "~ %s\n", c.JobType)
 		for _, f := range c.Fields {
+			if f.Field == "workflow" { // a file: its lines that changed
+				fmt.Fprintf(a.out, "    workflow:\n%s", textDiff(f.From, f.To))
+				continue
+			}
 			fmt.Fprintf(a.out, "    %s: %s → %s\n", f.Field, shown(f.From), shown(f.To))
 		}
 	}
@@ -322,6 +348,21 @@ func (a *app) printDiff(changes []skillChange, unchanged, orphans []string) {
 	default:
 		fmt.Fprintf(a.out, "%d to apply, %d unchanged.\n", len(changes), len(unchanged))
 	}
+}
+
+// textDiff is a unified diff of two texts, indented under its field.
+func textDiff(from, to any) string {
+	a, _ := from.(string)
+	b, _ := to.(string)
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: "registry", ToFile: "file", Context: 1})
+	var out strings.Builder
+	for line := range strings.SplitAfterSeq(d, "\n") {
+		if line != "" {
+			out.WriteString("      " + line)
+		}
+	}
+	return out.String()
 }
 
 func shown(v any) string {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
@@ -83,7 +85,8 @@ func chainView(v runstore.ChainView, now time.Time) (apitypes.Chain, error) {
 		for _, r := range rows {
 			step := apitypes.ChainStep{StepID: d.StepID, JobID: r.RunID, JobType: d.JobType, Status: stepStatus(r),
 				DependsOn: slices.Concat([]string{}, d.DependsOn), Attempt: r.Attempt, Reason: r.Reason, Reused: r.Reused,
-				Output: r.Output, Error: r.Error, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CostUSD: r.CostUSD}
+				Output: r.Output, Error: r.Error, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CostUSD: r.CostUSD,
+				Job: d.Job, Matrix: d.Matrix}
 			if r.Instance != chain.Whole {
 				step.Instance = new(r.Instance)
 				step.Instances = new(len(insts))
@@ -98,6 +101,13 @@ func chainView(v runstore.ChainView, now time.Time) (apitypes.Chain, error) {
 		}
 	}
 	out.Progress = chain.Progress(st, now)
+	if def.Workflow != nil {
+		view, err := workflow.View(def, st)
+		if err != nil {
+			return apitypes.Chain{}, dispatchDBError(fmt.Errorf("chain %s: %w", v.ID, err))
+		}
+		out.Workflow = view
+	}
 	return out, nil
 }
 

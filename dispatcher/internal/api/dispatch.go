@@ -21,6 +21,11 @@ func (s *Server) dispatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return accepted(c, res)
+}
+
+// accepted answers an accepted dispatch: 202, or 200 for a repeated idempotency key.
+func accepted(c echo.Context, res dispatch.Result) error {
 	status := http.StatusAccepted
 	if res.Duplicate {
 		status = http.StatusOK

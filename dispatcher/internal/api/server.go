@@ -71,6 +71,8 @@ func (s *Server) Handler() *echo.Echo {
 	v1.GET("/chains/:id", s.getChain, readers)
 	v1.POST("/chains/:id/cancel", s.cancelChain, require(auth.RoleDispatch))
 	v1.POST("/chains/:id/rerun", s.rerunChain, require(auth.RoleDispatch))
+	v1.POST("/workflows/validate", s.validateWorkflow, require(auth.RoleDispatch, auth.RoleSkillsAdmin))
+	v1.POST("/workflows/run", s.runWorkflow, require(auth.RoleDispatch))
 
 	anyRole := require(auth.AllRoles...)
 	v1.GET("/skills", s.listSkills, anyRole)

@@ -91,6 +91,20 @@ func (s *Server) checkSkillRefs(c echo.Context, sk skill.Skill) error {
 		}
 	}
 	switch {
+	case sk.Workflow != "" && sk.ExecutionType != "chain":
+		fields = append(fields, dispatch.FieldError{Field: "workflow", Rule: "execution_type",
+			Message: "a workflow is a way to write a chain: give the skill execution_type chain"})
+	case sk.Workflow != "" && len(sk.Chain) > 0:
+		fields = append(fields, dispatch.FieldError{Field: "workflow", Rule: "excluded_with",
+			Message: "a chain skill has a chain block or a workflow, not both"})
+	case sk.Workflow != "":
+		known, err := s.otherSkills(c, sk)
+		if err != nil {
+			return err
+		}
+		if _, err := s.Dispatch.ParseWorkflow(ctx, []byte(sk.Workflow), func(jt string) bool { return known[jt] }); err != nil {
+			return err
+		}
 	case sk.ExecutionType == "chain":
 		chainFields, err := s.checkChain(c, sk)
 		if err != nil {
@@ -110,6 +124,17 @@ func (s *Server) checkSkillRefs(c echo.Context, sk skill.Skill) error {
 // checkChain validates a chain skill's definition against the organisation's skills: a
 // step dispatches one of them, never the chain itself.
 func (s *Server) checkChain(c echo.Context, sk skill.Skill) ([]dispatch.FieldError, error) {
+	known, err := s.otherSkills(c, sk)
+	if err != nil {
+		return nil, err
+	}
+	_, fields := chain.Parse(sk.Chain, func(jobType string) bool { return known[jobType] })
+	return fields, nil
+}
+
+// otherSkills are the job types a chain skill's steps may call: the organisation's skills
+// but itself.
+func (s *Server) otherSkills(c echo.Context, sk skill.Skill) (map[string]bool, error) {
 	skills, err := skill.List(c.Request().Context(), s.DB, principal(c).OrgID)
 	if err != nil {
 		return nil, dispatchDBError(err)
@@ -118,8 +143,7 @@ func (s *Server) checkChain(c echo.Context, sk skill.Skill) ([]dispatch.FieldErr
 	for _, other := range skills {
 		known[other.JobType] = other.JobType != sk.JobType
 	}
-	_, fields := chain.Parse(sk.Chain, func(jobType string) bool { return known[jobType] })
-	return fields, nil
+	return known, nil
 }
 
 func (s *Server) saveSkill(c echo.Context, sk skill.Skill) error {

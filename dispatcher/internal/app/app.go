@@ -27,6 +27,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/reconcile"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/registry"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
@@ -101,7 +102,8 @@ func New(o Options) *App {
 	if err != nil {
 		panic(fmt.Sprintf("the coordinator's pool from the dispatcher's configuration: %v", err)) // cannot: the config parsed
 	}
-	coord := &chain.Coordinator{DB: coordDB, Pipeline: svc, Events: events, Canceller: inspector, Log: o.Log}
+	coord := &chain.Coordinator{DB: coordDB, Pipeline: svc, Events: events, Canceller: inspector, Log: o.Log,
+		Rules: workflow.NewRules}
 	svc.Chains = coord
 	return &App{
 		Coordinator: coord,

@@ -4,21 +4,23 @@
 package bootstrap
 
 import (
-	"strings"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/tool"
 )
@@ -30,6 +32,7 @@ type Options struct {
 	Jurisdiction string // default "eu"
 	KeyFile      string // where the admin key is written; required
 	SkillsDir    string // the catalogue; empty skips it
+	WorkflowsDir string // workflows/*.yaml, registered as chain skills; empty skips it
 	ToolsDir     string // the tool catalogue (tools/*.yaml); empty skips it
 	SimURL       string // sim-llm's OpenAI base URL, e.g. http://127.0.0.1:8099/v1; empty skips the provider
 }
@@ -82,6 +85,16 @@ func Run(ctx context.Context, pool *pgxpool.Pool, opts Options, log *slog.Logger
 			if res.Skills, err = LoadSkills(ctx, tx, res.OrgID, opts.SkillsDir, "bootstrap"); err != nil {
 				return err
 			}
+		}
+		if opts.WorkflowsDir != "" {
+			wf, err := LoadWorkflows(ctx, tx, res.OrgID, opts.WorkflowsDir, "bootstrap")
+			if err != nil {
+				return err
+			}
+			if res.Skills == nil {
+				res.Skills = map[string]skill.Action{}
+			}
+			maps.Copy(res.Skills, wf)
 		}
 		return nil
 	})
@@ -197,6 +210,48 @@ func LoadSkills(ctx context.Context, db skill.DB, orgID, dir, by string) (map[st
 	}
 	actions := make(map[string]skill.Action, len(skills))
 	for _, s := range skills {
+		_, action, err := skill.Put(ctx, db, orgID, s, by)
+		if err != nil {
+			return nil, err
+		}
+		actions[s.JobType] = action
+	}
+	return actions, nil
+}
+
+// LoadWorkflows registers every workflow file of dir as a chain skill of the organisation,
+// each checked first as the API checks one: its steps call the organisation's skills, its
+// runs-on names queues. One file with a problem registers none.
+func LoadWorkflows(ctx context.Context, db skill.DB, orgID, dir, by string) (map[string]skill.Action, error) {
+	files, err := skill.LoadWorkflowDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	have, err := skill.List(ctx, db, orgID)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, s := range have {
+		known[s.JobType] = s.Enabled && s.ExecutionType != "chain"
+	}
+	labels, err := store.QueueLabels(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range files {
+		_, problems := workflow.Parse([]byte(s.Workflow), workflow.Options{RunnerLabels: labels,
+			KnownSkill: func(jt string) bool { return known[jt] }})
+		if len(problems) > 0 {
+			msgs := make([]string, len(problems))
+			for i, p := range problems {
+				msgs[i] = fmt.Sprintf("%d:%d: %s (%s)", p.Line, p.Column, p.Message, p.Rule)
+			}
+			return nil, fmt.Errorf("workflow %s/%s.yaml: %s", dir, s.JobType, strings.Join(msgs, "; "))
+		}
+	}
+	actions := make(map[string]skill.Action, len(files))
+	for _, s := range files {
 		_, action, err := skill.Put(ctx, db, orgID, s, by)
 		if err != nil {
 			return nil, err

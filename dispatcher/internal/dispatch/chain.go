@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
@@ -45,14 +46,21 @@ type rerun struct {
 // dispatchChain records a governed chain skill's dispatch and hands its start to the
 // coordinator.
 func (s *Service) dispatchChain(ctx context.Context, p auth.Principal, org store.Org, j *job, again *rerun) (Result, error) {
-	raw := j.sk.Chain
-	if again != nil {
-		raw = again.of.Definition
-	}
-	def, errs := chain.Parse(raw, func(jobType string) bool {
+	known := func(jobType string) bool {
 		sk, _, err := s.Registry.Skill(ctx, p.OrgID, jobType)
 		return err == nil && sk.Enabled
-	})
+	}
+	raw := j.sk.Chain
+	switch {
+	case again != nil:
+		raw = again.of.Definition
+	case j.sk.Workflow != "":
+		var err error
+		if raw, err = s.workflowDefinition(ctx, j.sk, j.req.Payload, known); err != nil {
+			return Result{}, err
+		}
+	}
+	def, errs := chain.Parse(raw, known)
 	if errs != nil {
 		return Result{}, apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed,
 			fmt.Sprintf("The chain skill %q cannot run as defined: %s", j.req.JobType, errs[0].Message),
@@ -65,7 +73,15 @@ func (s *Service) dispatchChain(ctx context.Context, p auth.Principal, org store
 			reusedSteps[st.StepID] = true
 		}
 	}
-	roots, err := chain.RootPayloads(def, j.req.Payload, reusedSteps, nil)
+	var rules chain.Rules
+	if def.Workflow != nil {
+		r, err := workflow.NewRules(def)
+		if err != nil {
+			return Result{}, apierr.Internal(err)
+		}
+		rules = r
+	}
+	roots, err := chain.RootPayloads(def, j.req.Payload, reusedSteps, rules)
 	if err != nil {
 		return Result{}, apierr.Internal(err)
 	}

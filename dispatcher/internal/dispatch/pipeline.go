@@ -65,6 +65,12 @@ func (s *Service) govern(ctx context.Context, p auth.Principal, org store.Org, r
 	if err != nil {
 		return nil, dbError(err)
 	}
+	return s.governSkill(ctx, p, org, req, sk, snap)
+}
+
+// governSkill governs a job of a skill resolved already (or, for an ad hoc workflow, made
+// for the one run).
+func (s *Service) governSkill(ctx context.Context, p auth.Principal, org store.Org, req Request, sk skill.Skill, snap store.Snapshot) (*job, error) {
 	if et := run.ExecutionType(sk.ExecutionType); !et.Runnable() && et != run.Chain {
 		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeUnsupportedExecutionType,
 			fmt.Sprintf("The skill bound to %q has execution type %q, which this version of the platform does not run yet; nothing was accepted.",

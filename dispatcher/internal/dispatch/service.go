@@ -30,6 +30,7 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 
 // Enqueuer puts tasks on Redis; *asynq.Client satisfies it.
@@ -71,6 +72,7 @@ type Service struct {
 	group     committer
 	snapshots snapshots
 	backlog   backlogs
+	workflows workflows
 }
 
 // Publisher sends journaled events to live subscribers: event.Publisher, or event.Background
@@ -134,6 +136,9 @@ type Options struct {
 	BatchID string
 	// SkipRateLimit is set when the caller has already charged the rate limit.
 	SkipRateLimit bool
+	// AdHoc is the skill of an ad hoc workflow (POST /api/v1/workflows/run): made for this
+	// run, not looked up by job type.
+	AdHoc *skill.Skill
 }
 
 // Dispatch accepts one job for the principal's organisation.
@@ -159,8 +164,17 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 			return Result{}, err
 		}
 	}
-	j, err := s.govern(ctx, p, org, req)
-	if err != nil {
+	var j *job
+	if opts.AdHoc != nil {
+		snap, err := store.NewSnapshot(p.OrgID, *opts.AdHoc)
+		if err != nil {
+			return Result{}, apierr.Internal(err)
+		}
+		j, err = s.governSkill(ctx, p, org, req, *opts.AdHoc, snap)
+		if err != nil {
+			return Result{}, err
+		}
+	} else if j, err = s.govern(ctx, p, org, req); err != nil {
 		return Result{}, err
 	}
 	if j.sk.ExecutionType == string(run.Chain) {

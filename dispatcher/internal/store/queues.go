@@ -60,3 +60,17 @@ func PutQueue(ctx context.Context, db DB, q Queue) (Queue, bool, error) {
 	}
 	return q, created, nil
 }
+
+// QueueLabels are the labels work may be sent to: every queue's name and the queue classes
+// (a workflow's runs-on).
+func QueueLabels(ctx context.Context, db DB) ([]string, error) {
+	qs, err := ListQueues(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	labels := []string{"cpu", "gpu"}
+	for _, q := range qs {
+		labels = append(labels, q.Name)
+	}
+	return labels, nil
+}

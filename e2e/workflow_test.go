@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/harness"
+	"github.com/switchyard-ai/switchyard/shared/skill"
+)
+
+// Workflows (GitHub Actions syntax) through the real processes: the catalogue's workflows
+// registered by the bootstrap, dispatched by job type, ad hoc ones run from their text;
+// each compiled to a chain the coordinator runs.
+
+// jobOf returns a workflow run's job from GET /api/v1/chains/{id}.
+func jobOf(c map[string]any, id string) map[string]any {
+	w, _ := c["workflow"].(map[string]any)
+	jobs, _ := w["jobs"].([]any)
+	for _, j := range jobs {
+		if m := j.(map[string]any); m["id"] == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// runWorkflow posts an ad hoc workflow and returns its chain and parent run ids.
+func (b *execBundle) runWorkflow(t *testing.T, yaml string, inputs map[string]any) (chainID, jobID string) {
+	t.Helper()
+	code, res := b.Do(http.MethodPost, "/api/v1/workflows/run", map[string]any{"workflow": yaml, "inputs": inputs})
+	require.Equal(t, http.StatusAccepted, code, "%v", res)
+	return res["chainId"].(string), res["jobId"].(string)
+}
+
+// TestCatalogueWorkflowRunsEndToEnd: workflows/content-pipeline.yaml, registered by the
+// bootstrap, is dispatched by its job type like any skill; its jobs run as a DAG (the two
+// in the middle in parallel), templates reach the steps' payloads, outputs flow through
+// needs to the workflow's outputs, and bad inputs are a 400 naming the input.
+func TestCatalogueWorkflowRunsEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	code, sk := b.Do(http.MethodGet, "/api/v1/skills/content-pipeline", nil)
+	require.Equal(t, http.StatusOK, code, "%v", sk)
+	require.Equal(t, "chain", sk["execution_type"])
+	src, err := os.ReadFile(filepath.Join(b.H.Root(), "workflows", "content-pipeline.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, string(src), sk["workflow"], "the file is kept as written")
+
+	code, res := b.Do(http.MethodPost, "/api/v1/dispatch", map[string]any{"job_type": "content-pipeline", "payload": map[string]any{}})
+	require.Equal(t, http.StatusBadRequest, code, "%v", res)
+	require.Equal(t, "VALIDATION_FAILED", res["code"])
+	require.Equal(t, "payload.source", res["context"].(map[string]any)["fields"].([]any)[0].(map[string]any)["field"])
+
+	chainID, jobID := b.dispatchChain(t, "content-pipeline", map[string]any{"source": "Otters hold hands while they sleep."})
+	c := b.waitChain(t, chainID, time.Minute, "completed", "failed", "cancelled", "timed_out")
+	require.Equal(t, "completed", c["status"], "%v", c)
+	for _, job := range []string{"extract", "analyze", "summarize", "aggregate"} {
+		j := jobOf(c, job)
+		require.NotNil(t, j, "job %s in %v", job, c["workflow"])
+		require.Equal(t, "success", j["result"], "job %s", job)
+	}
+	require.Equal(t, "extract/fetch-content", c["steps"].([]any)[0].(map[string]any)["stepId"])
+	require.Equal(t, map[string]int{"extract/fetch-content": 1, "analyze/run-analysis": 1, "summarize/summary": 1,
+		"aggregate/combine": 1}, b.stepRuns(t, chainID), "each step dispatched once")
+
+	var prompt string
+	ctx := context.Background()
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT payload->>'prompt' FROM runs WHERE chain_id = $1 AND chain_step = 'extract/fetch-content'`,
+		chainID).Scan(&prompt))
+	require.Equal(t, "Extract the main content of source src-abc123, without commentary: Otters hold hands while they sleep.", prompt)
+	var extracted string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT output->>'content' FROM runs WHERE chain_id = $1 AND chain_step = 'extract/fetch-content'`,
+		chainID).Scan(&extracted))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT payload->>'prompt' FROM runs WHERE chain_id = $1 AND chain_step = 'summarize/summary'`,
+		chainID).Scan(&prompt))
+	require.Equal(t, "Summarise in three sentences: "+extracted, prompt, "needs.<job>.outputs reach the next job")
+
+	r := b.WaitStatus(jobID, 10*time.Second, "completed")
+	out := r["output"].(map[string]any)
+	report := out["outputs"].(map[string]any)["report"]
+	require.NotEmpty(t, report, "the workflow_call output: %v", out)
+	var combined string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT output->>'content' FROM runs WHERE chain_id = $1 AND chain_step = 'aggregate/combine'`,
+		chainID).Scan(&combined))
+	require.Equal(t, combined, report)
+}
+
+// gateWorkflow: a job whose step needs a reviewer (critical skill) and may fail without
+// failing the run, a matrix job beside it, and a job after both that runs whatever they
+// did and says what they did.
+const gateWorkflow = `name: Gate and fan
+on:
+  workflow_dispatch:
+    inputs:
+      topic:
+        type: string
+        required: true
+jobs:
+  gate:
+    runs-on: any
+    continue-on-error: true
+    steps:
+      - id: review
+        uses: ./skills/w_crit
+        with:
+          prompt: "Approve ${{ inputs.topic }}?"
+  fan:
+    runs-on: any
+    strategy:
+      matrix:
+        n: [1, 2]
+    steps:
+      - uses: ./skills/w_step
+        with:
+          prompt: "Part ${{ matrix.n }} of ${{ inputs.topic }}"
+  after:
+    runs-on: any
+    needs: [gate, fan]
+    if: ${{ always() }}
+    steps:
+      - id: report
+        uses: ./skills/w_step
+        with:
+          prompt: "gate ${{ needs.gate.result }}, fan ${{ needs.fan.result }}"
+`
+
+func (b *execBundle) putWorkflowSkills(t *testing.T) {
+	b.putSkill(t, skill.Skill{JobType: "w_step", ExecutionType: "llm_only", RoutingHint: "fast", MaxTokens: 16,
+		SystemPrompt: "Answer briefly."})
+	b.putSkill(t, skill.Skill{JobType: "w_crit", ExecutionType: "llm_only", RoutingHint: "fast", MaxTokens: 16,
+		RiskLevel: "critical"})
+}
+
+// TestAdHocWorkflowSemantics runs a workflow from its text: a held step rejected fails its
+// job, continue-on-error keeps the run completed while needs.<job>.result tells the truth,
+// a matrix fans out, and always() runs the join. Validation names line and column.
+func TestAdHocWorkflowSemantics(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	b.putWorkflowSkills(t)
+
+	code, res := b.Do(http.MethodPost, "/api/v1/workflows/validate", map[string]any{"workflow": "name: x\non: workflow_dispatch\njobs:\n  a:\n    runs-on: any\n    steps:\n      - run: echo hi\n"})
+	require.Equal(t, http.StatusBadRequest, code, "%v", res)
+	f := res["context"].(map[string]any)["fields"].([]any)[0].(map[string]any)
+	require.Equal(t, "shell-step", f["rule"], "%v", f)
+	require.EqualValues(t, 7, f["line"])
+	require.EqualValues(t, 9, f["column"])
+	require.Contains(t, f["hint"], "uses: ./skills/")
+
+	code, res = b.Do(http.MethodPost, "/api/v1/workflows/validate", map[string]any{"workflow": gateWorkflow})
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	require.Equal(t, []any{"gate", "fan", "after"}, res["jobs"])
+
+	chainID, jobID := b.runWorkflow(t, gateWorkflow, map[string]any{"topic": "otters"})
+	held := b.waitStep(t, chainID, "gate/review", time.Minute, "held_for_review")
+	b.waitStep(t, chainID, "fan/1/1", time.Minute, "completed")
+	code, res = b.Do(http.MethodPost, "/api/v1/dispatch/"+held["jobId"].(string)+"/reject", map[string]any{"reason": "not today"})
+	require.Equal(t, http.StatusOK, code, "%v", res)
+
+	c := b.waitChain(t, chainID, time.Minute, "completed", "failed", "cancelled", "timed_out")
+	require.Equal(t, "completed", c["status"], "a continue-on-error job does not fail the run: %v", c)
+	require.Equal(t, "adhoc.gate-and-fan", c["jobType"])
+	require.Equal(t, "failure", jobOf(c, "gate")["result"])
+	require.Equal(t, "success", jobOf(c, "fan")["result"])
+	require.EqualValues(t, 2, jobOf(c, "fan")["instances"])
+	require.Equal(t, map[string]int{"gate/review": 1, "fan/0/1": 1, "fan/1/1": 1, "after/report": 1}, b.stepRuns(t, chainID))
+	var prompt string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT payload->>'prompt' FROM runs WHERE chain_id = $1 AND chain_step = 'after/report'`, chainID).Scan(&prompt))
+	require.Equal(t, "gate failure, fan success", prompt)
+	b.WaitStatus(jobID, 10*time.Second, "completed")
+
+	// Cancelling a workflow cancels what is in flight.
+	chainID, jobID = b.runWorkflow(t, gateWorkflow, map[string]any{"topic": "cancel me"})
+	b.waitStep(t, chainID, "gate/review", time.Minute, "held_for_review")
+	code, res = b.Do(http.MethodPost, "/api/v1/chains/"+chainID+"/cancel", nil)
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	c = b.chain(t, chainID)
+	require.Equal(t, "cancelled", c["status"])
+	require.Equal(t, "cancelled", step(c, "gate/review")["status"])
+	require.Equal(t, "cancelled", step(c, "after/report")["status"])
+	b.WaitStatus(jobID, 10*time.Second, "cancelled")
+}
+
+// TestWorkflowSurvivesDispatcherSIGKILL: the coordinator (in the dispatcher) is killed
+// while a workflow runs; restarted, it finishes the workflow and no step runs twice.
+func TestWorkflowSurvivesDispatcherSIGKILL(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{SimArgs: []string{"--model", "sim-fast=latency=150ms"},
+		ExtraEnv: []string{"SWITCHYARD_RECONCILE_EVERY=200ms", "SWITCHYARD_RECONCILE_GRACE=1s"}}})
+	chainID, _ := b.dispatchChain(t, "content-pipeline", map[string]any{"source": "a long text"})
+	b.waitStep(t, chainID, "extract/fetch-content", time.Minute, "queued", "running", "completed")
+	b.kill(t, harness.Dispatcher, syscall.SIGKILL)
+	b.startWith(t, harness.Dispatcher, nil)
+	c := b.waitChain(t, chainID, 2*time.Minute, "completed", "failed")
+	require.Equal(t, "completed", c["status"], "%v", c)
+	require.Equal(t, map[string]int{"extract/fetch-content": 1, "analyze/run-analysis": 1, "summarize/summary": 1,
+		"aggregate/combine": 1}, b.stepRuns(t, chainID))
+}
