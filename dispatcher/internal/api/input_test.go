@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -278,4 +279,35 @@ func TestChainSkillIsValidatedWhenSaved(t *testing.T) {
 		"chain":{"steps":[{"step_id":"a","job_type":"demo_llm"},{"step_id":"b","job_type":"demo_llm","depends_on":["a"],
 		"output_mapping":{"a.output.text":"payload.context"}}]}}`)
 	require.Equal(t, http.StatusCreated, code, res)
+}
+
+// TestWorkflowSkillIsValidatedWhenSaved: a chain skill written as a workflow is checked
+// when saved — a problem names its line and column — and carries a workflow or a chain
+// block, not both, and only as execution_type chain.
+func TestWorkflowSkillIsValidatedWhenSaved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.newKey(auth.RoleAdmin)
+	put := func(body map[string]any) (int, map[string]any) {
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		return b.do(admin, http.MethodPut, "/api/v1/skills/t_wf", string(raw))
+	}
+	const wf = "name: t\non: workflow_dispatch\njobs:\n  a:\n    runs-on: any\n    steps:\n      - uses: ./skills/%s\n"
+	code, res := put(map[string]any{"job_type": "t_wf", "execution_type": "chain", "workflow": fmt.Sprintf(wf, "no_such_skill")})
+	_, msgs := fields(t, code, res)
+	require.Contains(t, msgs["workflow:7:15"], "no_such_skill")
+
+	code, res = put(map[string]any{"job_type": "t_wf", "execution_type": "llm_only", "workflow": fmt.Sprintf(wf, "demo_llm")})
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["workflow"], "execution_type chain")
+
+	code, res = put(map[string]any{"job_type": "t_wf", "execution_type": "chain", "workflow": fmt.Sprintf(wf, "demo_llm"),
+		"chain": map[string]any{"steps": []any{map[string]any{"step_id": "a", "job_type": "demo_llm"}}}})
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["workflow"], "not both")
+
+	code, res = put(map[string]any{"job_type": "t_wf", "execution_type": "chain", "workflow": fmt.Sprintf(wf, "demo_llm")})
+	require.Equal(t, http.StatusCreated, code, res)
+	require.Equal(t, fmt.Sprintf(wf, "demo_llm"), res["workflow"])
 }
