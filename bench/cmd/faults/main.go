@@ -41,7 +41,7 @@ func main() {
 	flag.DurationVar(&cfg.Outage, "outage", 5*time.Second, "how long each fault lasts before recovery")
 	flag.DurationVar(&cfg.Window, "window", 2*time.Minute, "how long after the load every accepted run may take to end")
 	flag.Float64Var(&cfg.ReactShare, "react-share", 0.5, "share of demo_react among the dispatches")
-	flag.Float64Var(&cfg.ChainShare, "chain-share", 0.1, "share of demo_research chains among the dispatches (negative: none)")
+	flag.Float64Var(&cfg.ChainShare, "chain-share", 0.1, "share of chains among the dispatches, half demo_research, half the content-pipeline workflow (negative: none)")
 	dir := flag.String("dir", ".run/faults", "directory of the suite's stores, logs and keys (emptied first)")
 	bin := flag.String("bin", "", "directory holding the binaries (default: build them into -dir/bin)")
 	one := flag.Bool("one-platform", false, "run every fault on one platform, one after the other (faults add up)")
@@ -87,7 +87,7 @@ func run(list, dir, bin string, one bool, cfg faults.Config) error {
 			}
 		}
 	}
-	fmt.Printf("\nfault suite: %.0f dispatches/s for %s per fault (%.0f%% demo_react, %.0f%% demo_research chains), fault at %s, outage %s, window %s\n\n",
+	fmt.Printf("\nfault suite: %.0f dispatches/s for %s per fault (%.0f%% demo_react, %.0f%% chains: demo_research and the content-pipeline workflow), fault at %s, outage %s, window %s\n\n",
 		cfg.Rate, cfg.Load, cfg.ReactShare*100, max(cfg.ChainShare, 0)*100, cfgAt(cfg), cfg.Outage, cfg.Window)
 	faults.Print(os.Stdout, reports)
 	if err != nil {

@@ -122,8 +122,9 @@ type Config struct {
 	Window time.Duration
 	// ReactShare is the share of demo_react among the dispatches; default 0.5.
 	ReactShare float64
-	// ChainShare is the share of demo_research chains (five steps, one skipped by its
-	// condition) among the dispatches; negative: none. Default 0.1.
+	// ChainShare is the share of chains among the dispatches, half demo_research (five
+	// steps, one skipped by its condition), half the content-pipeline workflow (four
+	// jobs, two in parallel); negative: none. Default 0.1.
 	ChainShare float64
 	// DispatchTimeout bounds how long one dispatch is retried before it counts as not
 	// accepted; default 60 s.

@@ -121,8 +121,11 @@ func (ph *phase) dispatch(ctx context.Context) error {
 	j := &job{tag: fmt.Sprintf("%s-%05d", ph.prefix, n), kind: "demo_llm"}
 	// An even spread of demo_react and chains through the load, whatever the shares.
 	// (A chain takes the place of what would have been either.)
-	if int(float64(n)*ph.cfg.ChainShare) != int(float64(n-1)*ph.cfg.ChainShare) {
+	if c := int(float64(n) * ph.cfg.ChainShare); c != int(float64(n-1)*ph.cfg.ChainShare) {
 		j.kind = "demo_research"
+		if c%2 == 0 { // every other chain a workflow: the chain engine under GitHub's rules
+			j.kind = "content-pipeline"
+		}
 	} else if int(float64(n)*ph.cfg.ReactShare) != int(float64(n-1)*ph.cfg.ReactShare) {
 		j.kind = "demo_react"
 	}
@@ -133,8 +136,11 @@ func (ph *phase) dispatch(ctx context.Context) error {
 	// The sim-llm fills tool arguments with the first words of the prompt: the tag makes
 	// each ticket's title, and each request, unique.
 	payload := map[string]any{"prompt": j.tag + " needs a ticket and the weather in Lisbon"}
-	if j.kind == "demo_research" {
+	switch j.kind {
+	case "demo_research":
 		payload = map[string]any{"topic": j.tag} // in every step's prompt: each call unique
+	case "content-pipeline":
+		payload = map[string]any{"source": j.tag}
 	}
 	body, _ := json.Marshal(map[string]any{"job_type": j.kind, "idempotency_key": j.tag, "payload": payload})
 	deadline := time.Now().Add(ph.cfg.DispatchTimeout)

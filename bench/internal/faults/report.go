@@ -50,7 +50,8 @@ type Report struct {
 	// (tool-call ledger rows still "started").
 	ToolUnknown int
 
-	// Chains is the accepted chains (demo_research); ChainSteps their step runs;
+	// Chains is the accepted chains (demo_research, and content-pipeline workflows);
+	// ChainSteps their step runs;
 	// DupSteps the steps of theirs that completed more than once (dispatched twice).
 	Chains, ChainSteps, DupSteps int
 
@@ -130,7 +131,7 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	}
 	r.ChainSteps = len(steps)
 	for _, j := range ph.jobs {
-		if j.id != "" && j.kind == "demo_research" {
+		if j.id != "" && (j.kind == "demo_research" || j.kind == "content-pipeline") {
 			r.Chains++
 		}
 	}
