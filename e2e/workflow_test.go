@@ -204,3 +204,74 @@ func TestWorkflowSurvivesDispatcherSIGKILL(t *testing.T) {
 	require.Equal(t, map[string]int{"extract/fetch-content": 1, "analyze/run-analysis": 1, "summarize/summary": 1,
 		"aggregate/combine": 1}, b.stepRuns(t, chainID))
 }
+
+// rulesWorkflow: a matrix whose first instance needs a reviewer, one instance at a time,
+// fail-fast; a job after it with the default if, and one with if: failure().
+const rulesWorkflow = `name: rules
+on: workflow_dispatch
+jobs:
+  fan:
+    runs-on: any
+    strategy:
+      max-parallel: 1
+      matrix:
+        n: [0, 1, 2]
+    steps:
+      - id: review
+        if: matrix.n == 0
+        uses: ./skills/w_crit
+        with:
+          prompt: "Approve part ${{ matrix.n }}?"
+      - uses: ./skills/w_step
+        with:
+          prompt: "Part ${{ matrix.n }}"
+  deploy:
+    runs-on: any
+    needs: fan
+    steps:
+      - uses: ./skills/w_step
+        with:
+          prompt: deploy
+  notify:
+    runs-on: any
+    needs: fan
+    if: failure()
+    steps:
+      - uses: ./skills/w_step
+        with:
+          prompt: "fan ${{ needs.fan.result }}"
+`
+
+// TestWorkflowFailFastAndFailureBranch: max-parallel holds the other instances back while
+// the first waits for its reviewer; rejected, it fails, fail-fast cancels the others
+// before they start, the dependent job is skipped and the failure() branch runs.
+func TestWorkflowFailFastAndFailureBranch(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	b.putWorkflowSkills(t)
+	chainID, jobID := b.runWorkflow(t, rulesWorkflow, nil)
+	held := b.waitStep(t, chainID, "fan/0/review", time.Minute, "held_for_review")
+	c := b.chain(t, chainID)
+	require.Equal(t, "pending", step(c, "fan/1/review")["status"], "max-parallel 1: the next instance waits")
+	code, res := b.Do(http.MethodPost, "/api/v1/dispatch/"+held["jobId"].(string)+"/reject", map[string]any{"reason": "no"})
+	require.Equal(t, http.StatusOK, code, "%v", res)
+
+	c = b.waitChain(t, chainID, time.Minute, "completed", "failed", "cancelled", "timed_out")
+	require.Equal(t, "failed", c["status"], "%v", c)
+	require.Equal(t, "WORKFLOW_FAILED", c["error"].(map[string]any)["code"])
+	require.Equal(t, "skipped", step(c, "fan/0/2")["status"], "after the failed step")
+	require.Equal(t, "cancelled", step(c, "fan/1/review")["status"], "fail-fast")
+	require.Equal(t, "cancelled_by:fan/0/review", step(c, "fan/1/review")["reason"])
+	require.Equal(t, "skipped", step(c, "fan/1/2")["status"])
+	require.Equal(t, "cancelled", step(c, "fan/2/review")["status"])
+	require.Equal(t, "failure", jobOf(c, "fan")["result"])
+	require.Equal(t, "skipped", jobOf(c, "deploy")["result"])
+	require.Equal(t, "job_if", step(c, "deploy/1")["reason"])
+	require.Equal(t, "success", jobOf(c, "notify")["result"])
+	require.Equal(t, map[string]int{"fan/0/review": 1, "notify/1": 1}, b.stepRuns(t, chainID), "nothing else ran")
+	var prompt string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT payload->>'prompt' FROM runs WHERE chain_id = $1 AND chain_step = 'notify/1'`, chainID).Scan(&prompt))
+	require.Equal(t, "fan failure", prompt)
+	b.WaitStatus(jobID, 10*time.Second, "failed")
+}
