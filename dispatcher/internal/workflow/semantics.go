@@ -80,11 +80,11 @@ func (r *Rules) Ready(s *chain.State, step *chain.Step) bool {
 	if ref.k != 0 || m == nil || m.MaxParallel <= 0 {
 		return true
 	}
-	rows := rowsOf(s)
+	v := rowsOf(s)
 	active := 0
 	for _, inst := range r.plan.instances(ref.job) {
-		first := rows[StepID(ref.job, inst, 0)]
-		lastRow := rows[StepID(ref.job, inst, len(ref.job.Steps)-1)]
+		first := v.rows[StepID(ref.job, inst, 0)]
+		lastRow := v.rows[StepID(ref.job, inst, len(ref.job.Steps)-1)]
 		if first != nil && first.Status != chain.Pending && (lastRow == nil || !ended(lastRow)) {
 			active++
 		}
@@ -97,20 +97,20 @@ func (r *Rules) Ready(s *chain.State, step *chain.Step) bool {
 func (r *Rules) Begin(s *chain.State, step *chain.Step) (chain.Decision, error) {
 	ref := r.steps[step.StepID]
 	j := ref.job
-	rows := rowsOf(s)
+	v := rowsOf(s)
 	if ref.k == 0 {
-		if run, err := r.jobIf(rows, j); err != nil {
+		if run, err := r.jobIf(v, j); err != nil {
 			return chain.Decision{}, fail(j.If, "jobs."+j.ID+".if", err)
 		} else if !run {
 			return chain.Decision{Skip: reasonJobIf}, nil
 		}
-	} else if first := rows[StepID(j, ref.instance, 0)]; first != nil && first.Reason == reasonJobIf {
+	} else if first := v.rows[StepID(j, ref.instance, 0)]; first != nil && first.Reason == reasonJobIf {
 		return chain.Decision{Skip: reasonJobIf}, nil
 	}
 	timeout := 0
 	if j.TimeoutMinutes > 0 {
 		start := r.clock()
-		if first := rows[StepID(j, ref.instance, 0)]; ref.k > 0 && first != nil && first.StartedAt != nil {
+		if first := v.rows[StepID(j, ref.instance, 0)]; ref.k > 0 && first != nil && first.StartedAt != nil {
 			start = *first.StartedAt
 		}
 		left := time.Duration(j.TimeoutMinutes*float64(time.Minute)) - r.clock().Sub(start)
@@ -125,11 +125,11 @@ func (r *Rules) Begin(s *chain.State, step *chain.Step) (chain.Decision, error) 
 			timeout = t
 		}
 	}
-	ctx, names, err := r.stepContext(rows, ref, true)
+	ctx, names, err := r.stepContext(v, ref, true)
 	if err != nil {
 		return chain.Decision{}, fail("env", "jobs."+j.ID+".env", err)
 	}
-	ctx.Status = r.stepStatus(rows, ref)
+	ctx.Status = r.stepStatus(v, ref)
 	ok, err := expr.Condition(orSuccess(st.If), names, ctx)
 	if err != nil {
 		return chain.Decision{}, fail(st.If, r.stepField(ref)+".if", err)
@@ -176,10 +176,10 @@ func fail(expression, field string, err error) error {
 
 // jobIf evaluates a job's if over the results of the jobs it needs (success(): all of them
 // succeeded; failure(): one of its ancestors failed).
-func (r *Rules) jobIf(rows map[string]*chain.StepRow, j *Job) (bool, error) {
+func (r *Rules) jobIf(v *view, j *Job) (bool, error) {
 	needs := map[string]any{}
 	for _, n := range j.Needs {
-		needs[n] = r.jobContext(rows, r.jobs[n])
+		needs[n] = r.jobContext(v, r.jobs[n])
 	}
 	ctx := expr.Context{Named: map[string]any{"inputs": r.plan.Inputs, "vars": map[string]any{}, "needs": needs},
 		Status: func(fn string) bool {
@@ -189,10 +189,10 @@ func (r *Rules) jobIf(rows map[string]*chain.StepRow, j *Job) (bool, error) {
 			case "cancelled":
 				return false // a cancelled workflow dispatches nothing more
 			case "failure":
-				return r.ancestorFailed(rows, j, map[string]bool{})
+				return r.ancestorFailed(v, j, map[string]bool{})
 			}
 			for _, n := range j.Needs {
-				if r.jobResult(rows, r.jobs[n]) != "success" {
+				if r.jobResult(v, r.jobs[n]) != "success" {
 					return false
 				}
 			}
@@ -209,13 +209,13 @@ func orSuccess(cond string) string {
 	return cond
 }
 
-func (r *Rules) ancestorFailed(rows map[string]*chain.StepRow, j *Job, seen map[string]bool) bool {
+func (r *Rules) ancestorFailed(v *view, j *Job, seen map[string]bool) bool {
 	for _, n := range j.Needs {
 		if seen[n] {
 			continue
 		}
 		seen[n] = true
-		if r.jobResult(rows, r.jobs[n]) == "failure" || r.ancestorFailed(rows, r.jobs[n], seen) {
+		if r.jobResult(v, r.jobs[n]) == "failure" || r.ancestorFailed(v, r.jobs[n], seen) {
 			return true
 		}
 	}
@@ -224,11 +224,11 @@ func (r *Rules) ancestorFailed(rows map[string]*chain.StepRow, j *Job, seen map[
 
 // stepStatus answers a step's status functions from the steps before it in its job
 // instance: success() while none failed or was cancelled, failure() once one failed.
-func (r *Rules) stepStatus(rows map[string]*chain.StepRow, ref stepRef) func(string) bool {
+func (r *Rules) stepStatus(v *view, ref stepRef) func(string) bool {
 	return func(fn string) bool {
 		failed, cancelled := false, false
 		for k := range ref.k {
-			_, conclusion := r.conclusion(rows, stepRef{job: ref.job, instance: ref.instance, k: k})
+			_, conclusion := r.conclusion(v, stepRef{job: ref.job, instance: ref.instance, k: k})
 			failed = failed || conclusion == "failure"
 			cancelled = cancelled || conclusion == "cancelled"
 		}
@@ -248,11 +248,11 @@ func (r *Rules) stepStatus(rows map[string]*chain.StepRow, ref stepRef) func(str
 var stepContexts = []string{"inputs", "env", "vars", "job", "needs", "steps", "matrix", "strategy"}
 
 // stepContext builds the contexts of a step (withStep: with its own env).
-func (r *Rules) stepContext(rows map[string]*chain.StepRow, ref stepRef, withStep bool) (expr.Context, []string, error) {
+func (r *Rules) stepContext(v *view, ref stepRef, withStep bool) (expr.Context, []string, error) {
 	j := ref.job
 	needs := map[string]any{}
 	for _, n := range j.Needs {
-		needs[n] = r.jobContext(rows, r.jobs[n])
+		needs[n] = r.jobContext(v, r.jobs[n])
 	}
 	var matrix map[string]any
 	if ref.instance >= 0 {
@@ -274,15 +274,15 @@ func (r *Rules) stepContext(rows map[string]*chain.StepRow, ref stepRef, withSte
 	for k := range ref.k {
 		prev := stepRef{job: j, instance: ref.instance, k: k}
 		if id := j.Steps[k].ID; id != "" {
-			outcome, conclusion := r.conclusion(rows, prev)
-			steps[id] = map[string]any{"outputs": outputs(rows[StepID(j, ref.instance, k)]),
+			outcome, conclusion := r.conclusion(v, prev)
+			steps[id] = map[string]any{"outputs": outputs(v.rows[StepID(j, ref.instance, k)]),
 				"outcome": outcome, "conclusion": conclusion}
 		}
 	}
 	env := map[string]any{}
 	ctx := expr.Context{Named: map[string]any{"inputs": r.plan.Inputs, "vars": map[string]any{}, "needs": needs,
 		"matrix": matrix, "strategy": strategy, "steps": steps, "env": env,
-		"job": map[string]any{"status": r.instanceStatus(rows, ref)}}}
+		"job": map[string]any{"status": r.instanceStatus(v, ref)}}}
 	scopes := []map[string]string{r.plan.Workflow.Env, j.Env}
 	if withStep {
 		scopes = append(scopes, j.Steps[ref.k].Env)
@@ -303,8 +303,8 @@ func (r *Rules) stepContext(rows map[string]*chain.StepRow, ref stepRef, withSte
 }
 
 // instanceStatus is job.status for a step: failure once a step before it failed.
-func (r *Rules) instanceStatus(rows map[string]*chain.StepRow, ref stepRef) string {
-	st := r.stepStatus(rows, ref)
+func (r *Rules) instanceStatus(v *view, ref stepRef) string {
+	st := r.stepStatus(v, ref)
 	switch {
 	case st("cancelled"):
 		return "cancelled"
@@ -316,8 +316,8 @@ func (r *Rules) instanceStatus(rows map[string]*chain.StepRow, ref stepRef) stri
 
 // conclusion is a step's outcome and conclusion, GitHub's words for how it ended before
 // and after continue-on-error; "" while it has not ended.
-func (r *Rules) conclusion(rows map[string]*chain.StepRow, ref stepRef) (outcome, conclusion string) {
-	row := rows[StepID(ref.job, ref.instance, ref.k)]
+func (r *Rules) conclusion(v *view, ref stepRef) (outcome, conclusion string) {
+	row := v.rows[StepID(ref.job, ref.instance, ref.k)]
 	if row == nil || !ended(row) {
 		return "", ""
 	}
@@ -347,20 +347,20 @@ func (r *Rules) conclusion(rows map[string]*chain.StepRow, ref stepRef) (outcome
 // jobResult is needs.<job>.result: failure when an instance's step concluded failure,
 // else cancelled when one was cancelled, skipped when the job's if skipped it, success
 // otherwise; "" while the job runs.
-func (r *Rules) jobResult(rows map[string]*chain.StepRow, j *Job) string {
+func (r *Rules) jobResult(v *view, j *Job) string {
 	result, skipped, all := "success", true, 0
 	for _, inst := range r.plan.instances(j) {
 		for k := range j.Steps {
 			all++
 			ref := stepRef{job: j, instance: inst, k: k}
-			row := rows[StepID(j, inst, k)]
+			row := v.rows[StepID(j, inst, k)]
 			if row == nil || !ended(row) {
 				return ""
 			}
 			if row.Reason != reasonJobIf {
 				skipped = false
 			}
-			switch _, c := r.conclusion(rows, ref); {
+			switch _, c := r.conclusion(v, ref); {
 			case c == "failure":
 				result = "failure"
 			case c == "cancelled" && result != "failure":
@@ -375,20 +375,26 @@ func (r *Rules) jobResult(rows map[string]*chain.StepRow, j *Job) string {
 }
 
 // jobContext is needs.<job> (and jobs.<job>): its result and outputs.
-func (r *Rules) jobContext(rows map[string]*chain.StepRow, j *Job) map[string]any {
-	return map[string]any{"result": r.jobResult(rows, j), "outputs": r.jobOutputs(rows, j)}
+func (r *Rules) jobContext(v *view, j *Job) map[string]any {
+	if c, ok := v.jobs[j.ID]; ok {
+		return c
+	}
+	c := map[string]any{"result": r.jobResult(v, j), "outputs": r.jobOutputs(v, j)}
+	v.jobs[j.ID] = c
+	return c
 }
 
 // jobOutputs evaluates a job's outputs over its steps; in a matrix job the last instance
 // that sets a key non-empty wins. A key that cannot be evaluated is empty, as on GitHub.
-func (r *Rules) jobOutputs(rows map[string]*chain.StepRow, j *Job) map[string]any {
+func (r *Rules) jobOutputs(v *view, j *Job) map[string]any {
 	out := map[string]any{}
 	if len(j.Outputs) == 0 {
 		return out
 	}
+	v.outputsEvaluated++
 	for _, inst := range r.plan.instances(j) {
 		ref := stepRef{job: j, instance: inst, k: len(j.Steps)}
-		ctx, names, err := r.stepContext(rows, ref, false)
+		ctx, names, err := r.stepContext(v, ref, false)
 		if err != nil {
 			continue
 		}
@@ -413,7 +419,7 @@ func (r *Rules) Ended(s *chain.State, row *chain.StepRow) []string {
 	}
 	// Each other instance's current step is cancelled (stopped, if it runs); the steps after
 	// it then see cancelled() and are skipped unless their if says always().
-	rows := rowsOf(s)
+	v := rowsOf(s)
 	var cancel []string
 	for _, inst := range r.plan.instances(ref.job) {
 		if inst == ref.instance {
@@ -421,7 +427,7 @@ func (r *Rules) Ended(s *chain.State, row *chain.StepRow) []string {
 		}
 		for k := range ref.job.Steps {
 			id := StepID(ref.job, inst, k)
-			if rw := rows[id]; rw == nil || !ended(rw) {
+			if rw := v.rows[id]; rw == nil || !ended(rw) {
 				cancel = append(cancel, id)
 				break
 			}
@@ -433,11 +439,11 @@ func (r *Rules) Ended(s *chain.State, row *chain.StepRow) []string {
 // Outcome ends the workflow: failed when a job that is not continue-on-error failed or
 // was cancelled; its output the workflow's outputs and every job's result and outputs.
 func (r *Rules) Outcome(s *chain.State) (string, json.RawMessage, json.RawMessage, error) {
-	rows := rowsOf(s)
+	v := rowsOf(s)
 	jobs := map[string]any{}
 	var failed []string
 	for _, j := range r.plan.Workflow.Jobs {
-		c := r.jobContext(rows, j)
+		c := r.jobContext(v, j)
 		jobs[j.ID] = c
 		if res := c["result"]; (res == "failure" || res == "cancelled") && !j.ContinueOnError {
 			failed = append(failed, j.ID)
@@ -495,14 +501,24 @@ func outputs(row *chain.StepRow) map[string]any {
 	return out
 }
 
-func rowsOf(s *chain.State) map[string]*chain.StepRow {
-	rows := make(map[string]*chain.StepRow, len(s.Steps))
+// view is one decision's look at a workflow run: its step rows by id, and the jobs'
+// contexts worked out from them (each once: a job's context reads its needs' contexts,
+// which in a wide DAG would otherwise be worked out again for every path to them).
+type view struct {
+	rows map[string]*chain.StepRow
+	jobs map[string]map[string]any
+	// outputsEvaluated counts the jobs whose outputs were worked out (tests).
+	outputsEvaluated int
+}
+
+func rowsOf(s *chain.State) *view {
+	v := &view{rows: make(map[string]*chain.StepRow, len(s.Steps)), jobs: map[string]map[string]any{}}
 	for _, r := range s.Steps {
 		if r.Instance == chain.Whole {
-			rows[r.StepID] = r
+			v.rows[r.StepID] = r
 		}
 	}
-	return rows
+	return v
 }
 
 func ended(r *chain.StepRow) bool { return r.Status != chain.Pending && r.Status != chain.Dispatched }
@@ -521,18 +537,18 @@ func View(def *chain.Definition, s *chain.State) (*apitypes.WorkflowView, error)
 	if err != nil {
 		return nil, err
 	}
-	rows := rowsOf(s)
-	v := &apitypes.WorkflowView{Name: r.plan.Workflow.Name, Jobs: []apitypes.WorkflowJob{}}
+	v := rowsOf(s)
+	out := &apitypes.WorkflowView{Name: r.plan.Workflow.Name, Jobs: []apitypes.WorkflowJob{}}
 	for _, j := range r.plan.Workflow.Jobs {
 		job := apitypes.WorkflowJob{ID: j.ID, Name: j.Name, Needs: append([]string{}, j.Needs...),
-			Result: r.jobResult(rows, j)}
+			Result: r.jobResult(v, j)}
 		if m, ok := r.plan.Matrices[j.ID]; ok {
 			job.Instances = new(len(m))
 		}
 		if job.Result != "" {
-			job.Outputs = r.jobOutputs(rows, j)
+			job.Outputs = r.jobOutputs(v, j)
 		}
-		v.Jobs = append(v.Jobs, job)
+		out.Jobs = append(out.Jobs, job)
 	}
-	return v, nil
+	return out, nil
 }

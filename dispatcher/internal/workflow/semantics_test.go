@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
+	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
@@ -379,4 +380,47 @@ func TestInputsAreCheckedAndTyped(t *testing.T) {
 	if !slices.Equal(fields, want) {
 		t.Fatalf("errors %v, want %v", fields, want)
 	}
+}
+
+// TestAWideDAGIsWorkedOutOnceAJob: every job of a layer needs every job of the layer
+// before and reads their outputs; working out the last job's context evaluates each
+// job's outputs once, not once per path to it (3^11 paths here).
+func TestAWideDAGIsWorkedOutOnceAJob(t *testing.T) {
+	const layers, width = 12, 3
+	w := &Workflow{}
+	var prev []string
+	for l := range layers {
+		var cur []string
+		for i := range width {
+			id := fmt.Sprintf("j%d_%d", l, i)
+			w.Jobs = append(w.Jobs, &Job{ID: id, Needs: prev, Outputs: map[string]string{"o": "${{ steps.s.outputs.result }}"},
+				Steps: []*Step{step("s", "j", nil)}})
+			cur = append(cur, id)
+		}
+		prev = cur
+	}
+	def, errs := Compile(w, json.RawMessage(`{}`))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	r, err := newRules(def, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &chain.State{Def: def}
+	for _, st := range def.Steps {
+		s.Steps = append(s.Steps, &chain.StepRow{ChainStep: runstoreStep(st.StepID, chain.Completed, `{"content":"x"}`)})
+	}
+	v := rowsOf(s)
+	last := w.Jobs[len(w.Jobs)-1]
+	if _, _, err := r.stepContext(v, stepRef{job: last, instance: -1}, true); err != nil {
+		t.Fatal(err)
+	}
+	if v.outputsEvaluated != (layers-1)*width {
+		t.Fatalf("outputs evaluated %d times for %d jobs before the last layer", v.outputsEvaluated, (layers-1)*width)
+	}
+}
+
+func runstoreStep(id, status, output string) runstore.ChainStep {
+	return runstore.ChainStep{StepID: id, Instance: chain.Whole, Status: status, Output: json.RawMessage(output)}
 }
