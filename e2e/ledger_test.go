@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +48,109 @@ func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
 	b.start("provider-router")
 	waitFor(t, 30*time.Second, "every answered call's ledger row", func() bool { return rows() >= calls })
 	require.Equal(t, calls, rows(), "one row per call")
+}
+
+// TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall kills the router at the one
+// point nothing can save the call: the provider has answered (and billed) it, and the
+// answer is on its way to the router, which dies before it has read it. The retry of the
+// step cannot be handed that answer — nobody received it — so the provider is called a
+// second time: paid twice, which the platform cannot prevent without provider-side
+// idempotency. What it must not do is lose the first call: the retry that takes the
+// step over records it in the usage ledger with outcome "unknown", beside the
+// second call's answered row.
+func TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{NoExecutor: true,
+		// A dead router's claim on the step is free after 1 s, not 30 s.
+		ExtraEnv: []string{"SWITCHYARD_ROUTER_STEP_CLAIM_TTL=1s", "SWITCHYARD_ROUTER_LEDGER_CLAIM_IDLE=1s"}}})
+	ctx := context.Background()
+
+	// Between the router and sim-llm: a call whose prompt says so is answered by sim-llm,
+	// and the router is SIGKILLed before a byte of that answer reaches it.
+	sim := b.SimURL
+	var passed, cut atomic.Int32
+	killed := make(chan error, 1)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, sim+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(body, []byte("cut me off")) && cut.Add(1) == 1 {
+			killed <- b.H.Signal("provider-router", syscall.SIGKILL, time.Minute)
+			return
+		}
+		passed.Add(1)
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(answer)
+	}))
+	t.Cleanup(proxy.Close)
+	_, err := b.pool.Exec(ctx, `UPDATE provider_configs SET base_url = $1 WHERE org_id = $2 AND name = 'sim-llm'`,
+		proxy.URL+"/v1", b.orgID)
+	require.NoError(t, err)
+
+	call := func(jobID, prompt string) (int, error) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+b.RouterAddr+"/internal/ai/chat",
+			strings.NewReader(`{"max_tokens":20,"messages":[{"role":"user","content":"`+prompt+`"}]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Service-Key", b.H.ServiceKey)
+		req.Header.Set("X-Caller-Service", "executor")
+		req.Header.Set("X-Org-ID", b.orgID)
+		req.Header.Set("X-Job-ID", jobID)
+		req.Header.Set("X-Step-Key", "llm/1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	// The router follows the registry change (pg_notify): wait until calls go through the proxy.
+	waitFor(t, 15*time.Second, "calls through the proxy", func() bool {
+		code, err := call(uuid.NewString(), "Warm up.")
+		return err == nil && code == http.StatusOK && passed.Load() > 0
+	})
+	before := b.simStats(t)
+
+	jobID := uuid.NewString()
+	_, err = call(jobID, "cut me off")
+	require.Error(t, err, "the router died before answering")
+	require.NoError(t, <-killed)
+	b.start("provider-router")
+
+	// The executor's retry: the same job and step, until the dead router's claim is free.
+	waitFor(t, 30*time.Second, "the retry's answer", func() bool {
+		code, err := call(jobID, "cut me off")
+		return err == nil && code == http.StatusOK
+	})
+	st := b.simStats(t)
+	require.Equal(t, 2, st.Served-before.Served, "the provider answered the cut-off call and the retry: paid twice")
+
+	rows := func() map[string]int {
+		out := map[string]int{}
+		rs, err := b.pool.Query(ctx, `SELECT outcome FROM usage_ledger WHERE run_id = $1 AND step_key = 'llm/1'`, jobID)
+		require.NoError(t, err)
+		defer rs.Close()
+		for rs.Next() {
+			var o string
+			require.NoError(t, rs.Scan(&o))
+			out[o]++
+		}
+		require.NoError(t, rs.Err())
+		return out
+	}
+	waitFor(t, 15*time.Second, "both calls in the ledger", func() bool { return b.ledgerRows(t, jobID) >= 2 })
+	require.Equal(t, map[string]int{"answered": 1, "unknown": 1}, rows(),
+		"the retry's call answered, the cut-off call recorded with its outcome unknown")
 }
 
 // TestLLMCallInFlightAtExecutorSIGKILLIsPaidOnce kills the executor while its LLM call is

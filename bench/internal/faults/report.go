@@ -32,14 +32,22 @@ type Report struct {
 	// Served is the provider calls sim-llm answered (and a provider would bill).
 	Served int64
 	// DupProvider is answers served beyond the first of the same request: calls paid
-	// twice. DupProviderJobs names the jobs (tag → job id).
+	// twice. DupProviderJobs names the jobs (tag → job id). DupCutOff is those of them
+	// whose job has a call cut off by a router's death (a usage-ledger row of outcome
+	// unknown): the provider answered a router that died before it read the answer, so
+	// the retry had to ask again — paid twice, and recorded; only a provider honouring an
+	// idempotency key could prevent it (docs/faults.md).
 	DupProvider     int64
 	DupProviderJobs []string
+	DupCutOff       int64
 	// LLMCalls is the runs' own count of journaled LLM calls.
 	LLMCalls int64
-	// LedgerRows is the usage-ledger rows of the phase's runs; LedgerMissing the calls
-	// served without a row, LedgerExtra the rows beyond the calls served.
-	LedgerRows, LedgerMissing, LedgerExtra int64
+	// LedgerRows is the usage-ledger rows of the phase's runs with an answer; LedgerUnknown
+	// those of calls cut off by a router's death (outcome unknown: paid or not, no one
+	// knows but the provider). LedgerMissing is the calls served without a row: served
+	// minus the answered rows minus the cut-off calls the provider did serve (DupCutOff);
+	// LedgerExtra the answered rows beyond the calls served.
+	LedgerRows, LedgerUnknown, LedgerMissing, LedgerExtra int64
 
 	// ToolRequests and ToolExecutions are create_ticket requests and tickets created;
 	// ToolResent the requests that repeated a key (answered from the first ticket, no
@@ -64,8 +72,8 @@ type Report struct {
 // call in the ledger once. Failed runs and slow recoveries are reported, not judged: a
 // run may fail (and say why) when a fault outlasts its retries.
 func (r Report) OK() bool {
-	return len(r.Lost) == 0 && r.DupProvider == 0 && r.DupTool == 0 && r.LedgerMissing == 0 && r.LedgerExtra == 0 &&
-		r.DupSteps == 0
+	return len(r.Lost) == 0 && r.DupProvider == r.DupCutOff && r.DupTool == 0 && r.LedgerMissing == 0 &&
+		r.LedgerExtra == 0 && r.DupSteps == 0
 }
 
 type simStats struct {
@@ -162,19 +170,33 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 		return r, fmt.Errorf("sim-llm does not track repeats: start it with --track-repeats")
 	}
 	r.DupProvider = rep.Extra
-	for _, x := range rep.Repeated {
-		tag, _, _ := strings.Cut(x.FirstUser, " ")
-		r.DupProviderJobs = append(r.DupProviderJobs, fmt.Sprintf("%s %s ×%d", byTag[tag], tag, x.Served))
-	}
 
 	// The ledger is written off the request path: wait (bounded) for it to catch up.
 	if err := ph.poll(ctx, ph.cfg.LedgerWait, func() (bool, error) {
-		err := ph.p.DB.QueryRow(ctx, `SELECT count(*) FROM usage_ledger WHERE run_id = ANY($1::uuid[])`, ids).Scan(&r.LedgerRows)
-		return err == nil && r.LedgerRows >= r.Served, err
+		err := ph.p.DB.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'answered'),
+			count(*) FILTER (WHERE outcome = 'unknown') FROM usage_ledger WHERE run_id = ANY($1::uuid[])`, ids).
+			Scan(&r.LedgerRows, &r.LedgerUnknown)
+		return err == nil && r.LedgerRows+r.LedgerUnknown >= r.Served, err
 	}); err != nil {
 		return r, fmt.Errorf("counting the usage ledger: %w", err)
 	}
-	r.LedgerMissing = max(0, r.Served-r.LedgerRows)
+	cutOff, err := ph.cutOffByJob(ctx, ids)
+	if err != nil {
+		return r, err
+	}
+	for _, x := range rep.Repeated {
+		tag, _, _ := strings.Cut(x.FirstUser, " ")
+		job := byTag[tag]
+		explained := min(x.Served-1, cutOff[job])
+		cutOff[job] -= explained
+		r.DupCutOff += explained
+		note := ""
+		if explained > 0 {
+			note = " (cut off)"
+		}
+		r.DupProviderJobs = append(r.DupProviderJobs, fmt.Sprintf("%s %s ×%d%s", job, tag, x.Served, note))
+	}
+	r.LedgerMissing = max(0, r.Served-r.LedgerRows-r.DupCutOff)
 	r.LedgerExtra = max(0, r.LedgerRows-r.Served)
 
 	var tool toolStats
@@ -192,6 +214,29 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	slices.Sort(r.Lost)
 	slices.Sort(r.DupProviderJobs)
 	return r, nil
+}
+
+// cutOffByJob counts, per job of the load (a chain step's calls count for its chain's
+// parent run, whose tag its prompt carries), the usage-ledger rows of calls cut off by a
+// router's death (outcome unknown) among the runs ids.
+func (ph *phase) cutOffByJob(ctx context.Context, ids []string) (map[string]int64, error) {
+	rows, err := ph.p.DB.Query(ctx, `SELECT coalesce(p.id, u.run_id)::text, count(*) FROM usage_ledger u
+		LEFT JOIN runs p ON u.chain_id IS NOT NULL AND p.chain_id = u.chain_id AND p.chain_step IS NULL
+		WHERE u.run_id = ANY($1::uuid[]) AND u.outcome = 'unknown' GROUP BY 1`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the calls cut off: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var job string
+		var n int64
+		if err := rows.Scan(&job, &n); err != nil {
+			return nil, err
+		}
+		out[job] = n
+	}
+	return out, rows.Err()
 }
 
 // chainSteps returns the step runs of the chains whose parent runs are among ids.
@@ -235,11 +280,11 @@ func (ph *phase) poll(ctx context.Context, limit time.Duration, cond func() (boo
 // Print writes the table of reports and, under it, the details of every figure that is
 // not what it should be.
 func Print(w io.Writer, reports []Report) {
-	fmt.Fprintf(w, "%-16s %8s %9s %6s %4s %7s %8s %8s %14s %12s %8s %8s\n", "fault", "accepted", "completed", "failed",
-		"lost", "dup-llm", "dup-tool", "dup-step", "ledger-missing", "ledger-extra", "recover", "drain")
+	fmt.Fprintf(w, "%-16s %8s %9s %6s %4s %7s %7s %8s %8s %14s %12s %8s %8s\n", "fault", "accepted", "completed", "failed",
+		"lost", "dup-llm", "cut-off", "dup-tool", "dup-step", "ledger-missing", "ledger-extra", "recover", "drain")
 	for _, r := range reports {
-		fmt.Fprintf(w, "%-16s %8d %9d %6d %4d %7d %8d %8d %14d %12d %8s %8s\n", r.Fault, r.Accepted, r.Completed, r.Failed,
-			len(r.Lost), r.DupProvider, r.DupTool, r.DupSteps, r.LedgerMissing, r.LedgerExtra, ms(r.Recover), ms(r.Drain))
+		fmt.Fprintf(w, "%-16s %8d %9d %6d %4d %7d %7d %8d %8d %14d %12d %8s %8s\n", r.Fault, r.Accepted, r.Completed, r.Failed,
+			len(r.Lost), r.DupProvider, r.LedgerUnknown, r.DupTool, r.DupSteps, r.LedgerMissing, r.LedgerExtra, ms(r.Recover), ms(r.Drain))
 	}
 	for _, r := range reports {
 		var lines []string
@@ -256,8 +301,14 @@ func Print(w io.Writer, reports []Report) {
 		if r.DupProvider > 0 {
 			add("provider calls paid twice: %d, of jobs %s", r.DupProvider, list(r.DupProviderJobs))
 		}
+		if r.LedgerUnknown > 0 {
+			add("calls cut off by the router's death: %d, recorded with outcome unknown; %d of them answered by the "+
+				"provider to no one and asked again by the retry (paid twice: the provider takes no idempotency key)",
+				r.LedgerUnknown, r.DupCutOff)
+		}
 		if r.LedgerMissing > 0 || r.LedgerExtra > 0 {
-			add("usage ledger: %d rows for %d calls served (runs count %d journaled calls)", r.LedgerRows, r.Served, r.LLMCalls)
+			add("usage ledger: %d answered rows and %d cut off for %d calls served (runs count %d journaled calls)",
+				r.LedgerRows, r.LedgerUnknown, r.Served, r.LLMCalls)
 		}
 		if r.DupTool > 0 || r.ToolResent > 0 || r.ToolWithoutKey > 0 || r.ToolUnknown > 0 {
 			add("create_ticket: %d requests, %d tickets created, %d created twice, %d re-sent keys, %d without a key, "+

@@ -9,6 +9,13 @@
 // provider. A call that finds the pair claimed waits, polling with backoff, for the
 // answer; when the claim is released (the first call failed) or expires (its replica
 // died), the waiting call claims the pair and calls the provider itself.
+//
+// A call whose replica died mid-call may have been answered, and paid, at the provider:
+// the answer reached no one, so nothing can hand it over and the call that takes the pair
+// over calls the provider again. Each claim therefore keeps the call's token among the
+// pair's open calls until it stores an answer or releases the claim (it failed); the call
+// that next claims the pair is given the tokens still open — the cut-off calls — to
+// record in the usage ledger as calls of unknown outcome (Result.CutOff, CloseCutOff).
 package handoff
 
 import (
@@ -80,6 +87,10 @@ type Result struct {
 	Call *Call
 	// Waited says another call held the pair when this one arrived.
 	Waited bool
+	// CutOff holds, with Call, the tokens of earlier calls of the pair that claimed it and
+	// never stored an answer nor released it: their replica died during the call. Each may
+	// have been paid at the provider; record them (CloseCutOff).
+	CutOff []string
 }
 
 // ErrInFlight is Begin's answer when another call still holds the pair at the deadline.
@@ -87,12 +98,13 @@ var ErrInFlight = errors.New("the step's call is still in flight")
 
 // Begin returns the pair's answer, or its claim, waiting until until for a call in flight.
 func (s *Store) Begin(ctx context.Context, p Pair, until time.Time) (Result, error) {
-	answerKey, claimKey := keys(p)
+	answerKey, claimKey, openKey := keys(p)
 	token := rand.Text()
 	var res Result
 	pause := s.opts.MinPoll
 	for {
-		v, err := claimScript.Run(ctx, s.rdb, []string{answerKey, claimKey}, token, s.opts.ClaimTTL.Milliseconds()).Slice()
+		v, err := claimScript.Run(ctx, s.rdb, []string{answerKey, claimKey, openKey}, token,
+			s.opts.ClaimTTL.Milliseconds(), s.opts.AnswerTTL.Milliseconds()).Slice()
 		if err != nil {
 			return res, fmt.Errorf("claiming step %q of job %s: %w", p.Step, p.JobID, err)
 		}
@@ -102,7 +114,12 @@ func (s *Store) Begin(ctx context.Context, p Pair, until time.Time) (Result, err
 			res.Answer = []byte(body)
 			return res, nil
 		case int64(claimTaken):
-			res.Call = s.newCall(p, token, answerKey, claimKey)
+			for _, t := range v[1:] {
+				if t, ok := t.(string); ok {
+					res.CutOff = append(res.CutOff, t)
+				}
+			}
+			res.Call = s.newCall(p, token, answerKey, claimKey, openKey)
 			return res, nil
 		}
 		if !res.Waited {
@@ -131,14 +148,15 @@ type Call struct {
 	pair                Pair
 	token               string
 	answerKey, claimKey string
+	openKey             string
 	renewal             *time.Timer
 	closed              atomic.Bool
 	body                []byte
 	finish              *redis.Cmd
 }
 
-func (s *Store) newCall(p Pair, token, answerKey, claimKey string) *Call {
-	c := &Call{s: s, pair: p, token: token, answerKey: answerKey, claimKey: claimKey}
+func (s *Store) newCall(p Pair, token, answerKey, claimKey, openKey string) *Call {
+	c := &Call{s: s, pair: p, token: token, answerKey: answerKey, claimKey: claimKey, openKey: openKey}
 	c.renewal = time.AfterFunc(s.opts.ClaimTTL/3, c.renew)
 	return c
 }
@@ -221,7 +239,7 @@ func (c *Call) Finish(ctx context.Context, body []byte) func(redis.Pipeliner) {
 	}
 	return func(pipe redis.Pipeliner) {
 		c.body = body
-		c.finish = finishScript.EvalSha(ctx, pipe, []string{c.answerKey, c.claimKey}, body,
+		c.finish = finishScript.EvalSha(ctx, pipe, []string{c.answerKey, c.claimKey, c.openKey}, body,
 			c.s.opts.AnswerTTL.Milliseconds(), c.token)
 	}
 }
@@ -237,7 +255,7 @@ func (c *Call) Close(ctx context.Context) {
 	if c.finish != nil {
 		err := c.finish.Err()
 		if err != nil { // NOSCRIPT after a Redis restart, or a lost round trip
-			err = finishScript.Run(ctx, c.s.rdb, []string{c.answerKey, c.claimKey}, c.body,
+			err = finishScript.Run(ctx, c.s.rdb, []string{c.answerKey, c.claimKey, c.openKey}, c.body,
 				c.s.opts.AnswerTTL.Milliseconds(), c.token).Err()
 		}
 		if err == nil {
@@ -246,8 +264,17 @@ func (c *Call) Close(ctx context.Context) {
 		c.s.log.Warn("storing the step's answer for repeated calls; a repeated call will reach the provider again",
 			"job_id", c.pair.JobID, "step_key", c.pair.Step, "error", err)
 	}
-	if err := releaseScript.Run(ctx, c.s.rdb, []string{c.claimKey}, c.token).Err(); err != nil {
+	if err := releaseScript.Run(ctx, c.s.rdb, []string{c.claimKey, c.openKey}, c.token).Err(); err != nil {
 		c.s.log.Warn("releasing the step's claim; a waiting call takes it over when it expires",
 			"job_id", c.pair.JobID, "step_key", c.pair.Step, "error", err)
 	}
+}
+
+// CloseCutOff returns what queues, on the pipeline of the cut-off call's usage entry,
+// taking the call's token off the pair's open calls: once recorded, it is not handed out
+// again. (Were it handed out again — the pipeline lost — its second entry has the same
+// call key, a no-op in the ledger.)
+func (s *Store) CloseCutOff(ctx context.Context, p Pair, token string) func(redis.Pipeliner) {
+	_, _, openKey := keys(p)
+	return func(pipe redis.Pipeliner) { pipe.SRem(ctx, openKey, token) }
 }

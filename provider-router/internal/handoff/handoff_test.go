@@ -75,6 +75,49 @@ func TestFinishedAnswerIsHandedOver(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, again.Call)
 	require.JSONEq(t, `{"answer":1}`, string(again.Answer))
-	_, claim := keys(p)
+	_, claim, _ := keys(p)
 	require.ErrorIs(t, a.rdb.Get(ctx, claim).Err(), redis.Nil)
+}
+
+// A call whose replica died mid-call is handed, once, to the call that takes the pair over
+// as cut off (it may have been paid); calls that finished or failed are not.
+func TestCutOffCallIsHandedToTheTakeOver(t *testing.T) {
+	t.Parallel()
+	a, b, p := replicas(t, Options{ClaimTTL: 200 * time.Millisecond})
+	ctx := context.Background()
+
+	failed, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	require.NoError(t, err)
+	require.Empty(t, failed.CutOff)
+	failed.Call.Close(ctx) // no answer: released, nothing paid
+
+	dead, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	require.NoError(t, err)
+	require.Empty(t, dead.CutOff, "a released call is not cut off")
+	dead.Call.closed.Store(true) // the replica dies mid-call
+	dead.Call.renewal.Stop()
+
+	taker, err := b.Begin(ctx, p, time.Now().Add(5*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, []string{dead.Call.Token()}, taker.CutOff)
+	taker.Call.closed.Store(true) // this one dies too, before it recorded the cut-off call
+	taker.Call.renewal.Stop()
+
+	next, err := a.Begin(ctx, p, time.Now().Add(5*time.Second))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{dead.Call.Token(), taker.Call.Token()}, next.CutOff,
+		"a cut-off call stays open until recorded")
+	pipe := a.rdb.Pipeline()
+	for _, tok := range next.CutOff {
+		a.CloseCutOff(ctx, p, tok)(pipe)
+	}
+	next.Call.Finish(ctx, []byte(`{"answer":1}`))(pipe)
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	next.Call.Close(ctx)
+
+	_, _, open := keys(p)
+	n, err := a.rdb.Exists(ctx, open).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left open once recorded and answered")
 }

@@ -16,6 +16,16 @@ import (
 	"time"
 )
 
+// Outcomes of a call (usage_ledger.outcome).
+const (
+	// OutcomeAnswered: the router received the provider's answer; tokens and cost are its.
+	OutcomeAnswered = "answered"
+	// OutcomeUnknown: the router that made the call died while it was at the provider; it
+	// may have been answered and billed there, but nobody received the answer, so tokens
+	// and cost are 0. Written by the call that took the step over (package handoff).
+	OutcomeUnknown = "unknown"
+)
+
 // Entry is one paid provider call.
 type Entry struct {
 	// CallKey identifies the call: a second write of the same entry is a no-op. Record
@@ -29,6 +39,8 @@ type Entry struct {
 	CostUSD                                float64
 	Latency, QueueWait                     time.Duration
 	At                                     time.Time
+	// Outcome is OutcomeAnswered (also when empty) or OutcomeUnknown.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // CallKey is the unique key of a call that run runID made at step stepKey and that token

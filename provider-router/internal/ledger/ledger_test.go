@@ -232,3 +232,41 @@ func TestInvalidEntriesAreBuriedNotRetriedForever(t *testing.T) {
 	require.EqualValues(t, 2, dead)
 	require.Equal(t, 2, b.m.get(func(r *recorder) int { return r.moved[MovedDead] }))
 }
+
+// A call recorded as cut off (outcome unknown) and then answered — its router had only
+// stalled — ends as one answered row, its tokens counted once; an unknown entry never
+// replaces an answered row.
+func TestAnsweredEntryReplacesUnknownOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	answered := b.entry(40)
+	unknown := answered
+	unknown.TokensIn, unknown.TokensOut, unknown.CostUSD, unknown.Outcome = 0, 0, 0, OutcomeUnknown
+
+	n, err := insert(ctx, b.pool, []Entry{unknown})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Zero(t, b.monthly())
+	n, err = insert(ctx, b.pool, []Entry{answered})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the answer replaces the unknown row")
+	n, err = insert(ctx, b.pool, []Entry{unknown})
+	require.NoError(t, err)
+	require.Zero(t, n, "an unknown entry does not replace an answered row")
+
+	var outcome string
+	var in int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT outcome, tokens_in FROM usage_ledger WHERE call_key = $1`,
+		answered.CallKey).Scan(&outcome, &in))
+	require.Equal(t, OutcomeAnswered, outcome)
+	require.EqualValues(t, 40, in)
+	require.Equal(t, 1, b.rows())
+	require.EqualValues(t, 41, b.monthly(), "tokens counted once")
+
+	// In one batch the answered entry wins.
+	a2 := b.entry(7)
+	u2 := a2
+	u2.TokensIn, u2.TokensOut, u2.Outcome = 0, 0, OutcomeUnknown
+	require.Equal(t, []Entry{a2}, dedupe([]Entry{u2, a2}))
+}

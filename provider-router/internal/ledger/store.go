@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -10,17 +11,24 @@ import (
 )
 
 // insertSQL writes a batch of entries in one statement: rows whose call key is already in
-// the ledger are skipped, and the organisations' monthly counters grow by the tokens of
-// the rows actually inserted. It returns how many rows it inserted.
+// the ledger are skipped — except that an answered entry replaces an unknown one (the
+// call's router only stalled past its claim: the call that took its step over recorded
+// it as unknown, then its answer came) — and the organisations' monthly counters grow by
+// the tokens of the rows written (an unknown row holds none). It returns how many rows it
+// wrote.
 const insertSQL = `
 WITH ins AS (
     INSERT INTO usage_ledger (call_key, step_key, org_id, user_id, run_id, chain_id, job_type, provider, model,
-        tokens_in, tokens_out, tokens_cached, cost_usd, latency_ms, queue_wait_ms, created_at)
-    SELECT k, s, o::uuid, u, NULLIF(r, '')::uuid, NULLIF(c, '')::uuid, j, p, m, ti, tout, tc, cost, lat, qw, at
+        tokens_in, tokens_out, tokens_cached, cost_usd, latency_ms, queue_wait_ms, created_at, outcome)
+    SELECT k, s, o::uuid, u, NULLIF(r, '')::uuid, NULLIF(c, '')::uuid, j, p, m, ti, tout, tc, cost, lat, qw, at, oc
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
         $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::float8[], $14::int[], $15::int[],
-        $16::timestamptz[]) AS t(k, s, o, u, r, c, j, p, m, ti, tout, tc, cost, lat, qw, at)
-    ON CONFLICT (call_key) DO NOTHING
+        $16::timestamptz[], $17::text[]) AS t(k, s, o, u, r, c, j, p, m, ti, tout, tc, cost, lat, qw, at, oc)
+    ON CONFLICT (call_key) DO UPDATE SET provider = EXCLUDED.provider, model = EXCLUDED.model,
+        tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out, tokens_cached = EXCLUDED.tokens_cached,
+        cost_usd = EXCLUDED.cost_usd, latency_ms = EXCLUDED.latency_ms, queue_wait_ms = EXCLUDED.queue_wait_ms,
+        outcome = EXCLUDED.outcome
+        WHERE usage_ledger.outcome = 'unknown' AND EXCLUDED.outcome = 'answered'
     RETURNING org_id, created_at, tokens_in + tokens_out AS tokens
 ), months AS (
     INSERT INTO org_monthly_usage (org_id, month, tokens)
@@ -37,15 +45,17 @@ func insert(ctx context.Context, db *pgxpool.Pool, entries []Entry) (int, error)
 	jobTypes, providers, models := make([]string, n), make([]string, n), make([]string, n)
 	in, out, cached := make([]int64, n), make([]int64, n), make([]int64, n)
 	cost, latency, wait, at := make([]float64, n), make([]int32, n), make([]int32, n), make([]time.Time, n)
+	outcomes := make([]string, n)
 	for i, e := range entries {
 		keys[i], steps[i], orgs[i], users[i], runs[i], chains[i] = e.CallKey, e.StepKey, e.OrgID, e.UserID, e.RunID, e.ChainID
 		jobTypes[i], providers[i], models[i] = e.JobType, e.Provider, e.Model
 		in[i], out[i], cached[i] = e.TokensIn, e.TokensOut, e.TokensCached
 		cost[i], latency[i], wait[i], at[i] = e.CostUSD, int32(e.Latency.Milliseconds()), int32(e.QueueWait.Milliseconds()), e.At
+		outcomes[i] = cmp.Or(e.Outcome, OutcomeAnswered)
 	}
 	var inserted int
 	err := db.QueryRow(ctx, insertSQL, keys, steps, orgs, users, runs, chains, jobTypes, providers, models,
-		in, out, cached, cost, latency, wait, at).Scan(&inserted)
+		in, out, cached, cost, latency, wait, at, outcomes).Scan(&inserted)
 	return inserted, err
 }
 

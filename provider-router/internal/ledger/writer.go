@@ -108,42 +108,65 @@ func (w *Writer) Stop(ctx context.Context) {
 // if both refuse it, in memory, retried until one takes it. It never drops an entry.
 // ctx should not be the caller's: a caller that went away must not abort the record.
 func (w *Writer) Record(ctx context.Context, e Entry, also ...func(redis.Pipeliner)) {
-	if e.At.IsZero() {
-		e.At = time.Now().UTC()
-	}
-	if e.CallKey == "" {
-		e.CallKey = NewToken()
-	}
-	raw, err := e.encode()
-	if err != nil { // only plain fields: cannot happen
-		w.log.Error("encoding usage entry", "call_key", e.CallKey, "error", err)
+	w.RecordAll(ctx, []Entry{e}, also...)
+}
+
+// RecordAll is Record for several entries (distinct call keys) in one round trip.
+func (w *Writer) RecordAll(ctx context.Context, entries []Entry, also ...func(redis.Pipeliner)) {
+	if len(entries) == 0 {
+		return
 	}
 	pipe := w.rdb.Pipeline()
-	add := pipe.XAdd(ctx, &redis.XAddArgs{Stream: streamKey, Values: []any{fieldEntry, raw}})
+	adds := make([]*redis.StringCmd, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if e.At.IsZero() {
+			e.At = time.Now().UTC()
+		}
+		if e.CallKey == "" {
+			e.CallKey = NewToken()
+		}
+		raw, err := e.encode()
+		if err != nil { // only plain fields: cannot happen
+			w.log.Error("encoding usage entry", "call_key", e.CallKey, "error", err)
+		}
+		adds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: streamKey, Values: []any{fieldEntry, raw}})
+	}
 	for _, f := range also {
 		if f != nil {
 			f(pipe)
 		}
 	}
 	_, _ = pipe.Exec(ctx)
-	if err := add.Err(); err == nil {
+	var refused []Entry
+	for i, add := range adds {
+		if err := add.Err(); err != nil {
+			w.log.Warn("Redis refused a usage entry; writing it to Postgres", "call_key", entries[i].CallKey,
+				"org_id", entries[i].OrgID, "error", err)
+			refused = append(refused, entries[i])
+			continue
+		}
 		w.m.Recorded(PathStream)
+	}
+	if len(refused) == 0 {
 		return
-	} else {
-		w.log.Warn("Redis refused a usage entry; writing it to Postgres", "call_key", e.CallKey, "org_id", e.OrgID, "error", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, w.opts.SyncTimeout)
-	_, err = insert(pctx, w.db, []Entry{e})
+	_, err := insert(pctx, w.db, refused)
 	cancel()
 	if err == nil {
-		w.m.Recorded(PathPostgres)
+		for range refused {
+			w.m.Recorded(PathPostgres)
+		}
 		return
 	}
-	w.log.Error("Redis and Postgres refused a usage entry; holding it in memory and retrying",
-		"call_key", e.CallKey, "org_id", e.OrgID, "job_id", e.RunID, "error", err)
-	w.m.Recorded(PathMemory)
 	w.mu.Lock()
-	w.held = append(w.held, e)
+	for _, e := range refused {
+		w.log.Error("Redis and Postgres refused a usage entry; holding it in memory and retrying",
+			"call_key", e.CallKey, "org_id", e.OrgID, "job_id", e.RunID, "error", err)
+		w.m.Recorded(PathMemory)
+		w.held = append(w.held, e)
+	}
 	w.m.Held(len(w.held))
 	w.mu.Unlock()
 	select {
@@ -247,14 +270,20 @@ func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// dedupe keeps the first entry of each call key: one statement cannot insert a key twice.
+// dedupe keeps one entry of each call key — the first answered one, else the first — as
+// one statement cannot write a key twice: an answered entry is what the call cost, an
+// unknown one only that it was made.
 func dedupe(entries []Entry) []Entry {
-	seen := make(map[string]bool, len(entries))
+	at := make(map[string]int, len(entries))
 	out := entries[:0:0]
 	for _, e := range entries {
-		if !seen[e.CallKey] {
-			seen[e.CallKey] = true
+		i, seen := at[e.CallKey]
+		switch {
+		case !seen:
+			at[e.CallKey] = len(out)
 			out = append(out, e)
+		case out[i].Outcome == OutcomeUnknown && e.Outcome != OutcomeUnknown:
+			out[i] = e
 		}
 	}
 	return out

@@ -3,9 +3,12 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 
+	"github.com/redis/go-redis/v9"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
 	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/shared/aichat"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
@@ -25,6 +28,10 @@ type answer struct {
 type Ledger struct {
 	Next   Chatter
 	Writer *ledger.Writer
+	// Store and Log, with a hand-off store: the calls of the step cut off by their router's
+	// death (Call.CutOff) are recorded in the answer's round trip.
+	Store *handoff.Store
+	Log   *slog.Logger
 }
 
 // Chat calls on and records what the provider's answer cost.
@@ -58,6 +65,11 @@ func (l *Ledger) Chat(ctx context.Context, call *Call) (*Result, error) {
 		CostUSD: res.CostUSD, Latency: call.Latency, QueueWait: call.QueueWait + call.Waited,
 	}
 	bctx := context.WithoutCancel(ctx)
-	l.Writer.Record(bctx, entry, call.Step.Finish(bctx, body))
+	entries, also := []ledger.Entry{entry}, []func(redis.Pipeliner){call.Step.Finish(bctx, body)}
+	if len(call.CutOff) > 0 {
+		cut, closeCut := cutOff(bctx, l.Store, l.Log, call)
+		entries, also = append(entries, cut...), append(also, closeCut...)
+	}
+	l.Writer.RecordAll(bctx, entries, also...)
 	return res, nil
 }

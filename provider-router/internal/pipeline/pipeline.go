@@ -64,6 +64,7 @@ type Call struct {
 
 	// Found out on the way in.
 	Step         *handoff.Call    // Step: the pair's claim; nil without a step key
+	CutOff       []string         // Step: tokens of the pair's calls cut off by their router's death, to record (Ledger)
 	Route        routing.Route    // Route
 	Price        pricing.Price    // Budget
 	Priced       bool             // Budget: Price is known
@@ -151,7 +152,7 @@ func New(p Parts) Chatter {
 		c = &RateLimit{Next: c, Limiter: p.Limiter, Log: log, Order: p.QueueOrder}
 	}
 	c = &Retrier{Next: c, Policy: p.Retry, Log: log}
-	c = &Ledger{Next: c, Writer: p.Ledger}
+	c = &Ledger{Next: c, Writer: p.Ledger, Store: p.Handoff, Log: log}
 	c = &Credential{Next: c, Store: p.Credentials, HTTPClient: p.HTTPClient}
 	if p.Budget != nil {
 		c = &Quota{Next: c, Guard: p.Budget, Log: log}
@@ -161,7 +162,7 @@ func New(p Parts) Chatter {
 	c = &Residency{Next: c}
 	c = &Route{Next: c, Routes: p.Routes}
 	if p.Handoff != nil {
-		c = &Step{Next: c, Store: p.Handoff, Metrics: p.Metrics}
+		c = &Step{Next: c, Store: p.Handoff, Ledger: p.Ledger, Log: log, Metrics: p.Metrics}
 	}
 	return &Measure{Next: c, Metrics: p.Metrics}
 }

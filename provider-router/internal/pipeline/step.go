@@ -3,9 +3,13 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/switchyard-ai/switchyard/provider-router/internal/handoff"
+	"github.com/switchyard-ai/switchyard/provider-router/internal/ledger"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 )
 
@@ -14,9 +18,15 @@ import (
 // answer without reaching the rest of the chain, and the first runs to its end even when
 // its caller goes away. The answer itself is stored by Ledger, on the usage entry's round
 // trip; Step closes the claim in every case. Calls without a step key pass straight on.
+//
+// A call that claims the pair after calls of it were cut off by their router's death
+// (handoff.Result.CutOff) records each in the usage ledger with outcome unknown: with its
+// own answer's entry when it is answered (Ledger), else itself before it returns.
 type Step struct {
 	Next    Chatter
 	Store   *handoff.Store
+	Ledger  *ledger.Writer
+	Log     *slog.Logger
 	Metrics *Metrics
 }
 
@@ -32,11 +42,41 @@ func (l *Step) Chat(ctx context.Context, call *Call) (*Result, error) {
 	if prior.Answer != nil {
 		return &Result{Body: prior.Answer, Replayed: true}, nil
 	}
-	call.Step = prior.Call
+	call.Step, call.CutOff = prior.Call, prior.CutOff
 	defer call.Step.Close(context.WithoutCancel(ctx))
 	ctx, detached := call.Step.Detach(ctx, call.Deadline)
 	defer detached()
-	return l.Next.Chat(ctx, call)
+	res, err := l.Next.Chat(ctx, call)
+	if len(call.CutOff) > 0 { // not answered: Ledger did not record them
+		bctx := context.WithoutCancel(ctx)
+		entries, also := cutOff(bctx, l.Store, l.Log, call)
+		l.Ledger.RecordAll(bctx, entries, also...)
+	}
+	return res, err
+}
+
+// cutOff returns the usage entries of the pair's calls cut off by their router's death
+// (call.CutOff, which it empties), with outcome unknown, and what takes them off the
+// pair's open calls in the round trip that records them. Provider and model are the
+// route of the call that took the step over, when it got that far: the cut-off call
+// resolved the same skill the same way unless the organisation's routing changed in
+// between.
+func cutOff(ctx context.Context, store *handoff.Store, log *slog.Logger, call *Call) ([]ledger.Entry, []func(redis.Pipeliner)) {
+	pair := handoff.Pair{OrgID: call.OrgID, JobID: call.JobID, Step: call.StepKey}
+	entries := make([]ledger.Entry, 0, len(call.CutOff))
+	also := make([]func(redis.Pipeliner), 0, len(call.CutOff))
+	for _, token := range call.CutOff {
+		log.Warn("a call of this step was cut off by its router's death and may have been paid at the provider; recording it with outcome unknown",
+			"org_id", call.OrgID, "job_id", call.JobID, "step_key", call.StepKey, "provider", call.Route.ProviderName)
+		entries = append(entries, ledger.Entry{
+			CallKey: ledger.CallKey(call.JobID, call.StepKey, token), StepKey: call.StepKey,
+			OrgID: call.OrgID, UserID: call.UserID, RunID: call.JobID, ChainID: call.ChainID, JobType: call.JobType,
+			Provider: call.Route.ProviderName, Model: call.Route.Model, Outcome: ledger.OutcomeUnknown,
+		})
+		also = append(also, store.CloseCutOff(ctx, pair, token))
+	}
+	call.CutOff = nil
+	return entries, also
 }
 
 // begin looks the call's (job, step) pair up in the hand-off store. It returns the pair's
