@@ -76,7 +76,7 @@ func NewMetrics() (*Metrics, error) {
 		}, []string{"code"}),
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchyard_router_step_calls_total",
-			Help: "Calls naming a (job, step) pair, by outcome: claimed (this call calls the provider), replayed (the pair's stored answer), awaited (the answer of the pair's call in flight), taken_over (the call in flight failed or its replica died: this call calls the provider).",
+			Help: "Calls naming a (job, step) pair, by outcome: claimed (this call calls the provider), replayed (the pair's stored answer), awaited (the answer of the pair's call in flight), taken_over (the call in flight failed or its replica died: this call calls the provider); cut_off (an earlier call of the pair cut off by its replica's death, recorded in the usage ledger with outcome unknown).",
 		}, []string{"outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.duration, m.upstream, m.answers, m.tokens, m.cost, m.breaker, m.refusals, m.steps,
@@ -167,6 +167,10 @@ func (m *Metrics) step(r handoff.Result) {
 		outcome = "taken_over"
 	}
 	m.steps.WithLabelValues(outcome).Inc()
+	if n := len(r.CutOff); n > 0 {
+		// Calls of the step a router's death cut off, recorded now with outcome unknown.
+		m.steps.WithLabelValues("cut_off").Add(float64(n))
+	}
 }
 
 // Refused counts a call refused before or instead of reaching a provider (the locks use
