@@ -110,3 +110,19 @@ func TestRecoveryTimes(t *testing.T) {
 		t.Fatalf("recover %s with no run accepted after the fault completed; want never (-1)", rec)
 	}
 }
+
+// A repeated request is traced to its job by the tag in its prompt, wherever the skill
+// put it.
+func TestTagIn(t *testing.T) {
+	t.Parallel()
+	byTag := map[string]string{"router-kill-abc123-00196": "job-196"}
+	for prompt, want := range map[string]string{
+		"router-kill-abc123-00196 needs a ticket":          "router-kill-abc123-00196",
+		"Analyse the market for router-kill-abc123-00196.": "router-kill-abc123-00196",
+		"Analyse the market for router-kill-abc123-00197.": "",
+	} {
+		if got := tagIn(prompt, byTag); got != want {
+			t.Errorf("tagIn(%q) = %q, want %q", prompt, got, want)
+		}
+	}
+}

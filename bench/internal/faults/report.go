@@ -185,7 +185,7 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 		return r, err
 	}
 	for _, x := range rep.Repeated {
-		tag, _, _ := strings.Cut(x.FirstUser, " ")
+		tag := tagIn(x.FirstUser, byTag)
 		job := byTag[tag]
 		explained := min(x.Served-1, cutOff[job])
 		cutOff[job] -= explained
@@ -214,6 +214,17 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	slices.Sort(r.Lost)
 	slices.Sort(r.DupProviderJobs)
 	return r, nil
+}
+
+// tagIn finds the load's tag in a prompt: it starts a job's prompt, and is a word of each
+// of a chain step's ("Analyse the market for <tag>."). "" when there is none.
+func tagIn(prompt string, byTag map[string]string) string {
+	for _, w := range strings.Fields(prompt) {
+		if w = strings.TrimRight(w, ".,;:!?\"'"); byTag[w] != "" {
+			return w
+		}
+	}
+	return ""
 }
 
 // cutOffByJob counts, per job of the load (a chain step's calls count for its chain's
