@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/switchyard-ai/switchyard/harness"
@@ -34,6 +35,23 @@ func kill(name string) Fault {
 		}}
 }
 
+// freezeKill stops a service (SIGSTOP) for d, then SIGKILLs it: what it was sent meanwhile
+// reached its sockets and was never read.
+func freezeKill(ctx context.Context, p *Platform, name string, d time.Duration) error {
+	proc := p.Proc(name)
+	if proc == nil || proc.Exited() {
+		return fmt.Errorf("%s is not running", name)
+	}
+	if err := syscall.Kill(proc.PID(), syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stopping %s: %w", name, err)
+	}
+	if err := sleepCtx(ctx, d); err != nil {
+		_ = p.Kill(name)
+		return err
+	}
+	return p.Kill(name)
+}
+
 // burst makes sim-llm answer every request with status for the outage.
 func burst(name string, status int) Fault {
 	return Fault{Name: name, What: fmt.Sprintf("sim-llm answers every request %d for the outage", status),
@@ -55,6 +73,14 @@ func All() []Fault {
 		kill(harness.Executor),
 		kill(harness.Dispatcher),
 		kill(harness.Router),
+		// Two words before the tag: sim-llm seeds a ticket's title with a prompt's first four
+		// words, which must include the tag's two parts to stay unique.
+		{Name: "router-freeze", What: "provider-router SIGSTOP for 500 ms (answers reach it that it never reads, as " +
+			"under CPU starvation), then SIGKILL, restarted after the outage",
+			Inject: func(ctx context.Context, p *Platform, _ time.Duration) (func(context.Context) error, error) {
+				return func(ctx context.Context) error { return p.Restart(ctx, harness.Router) },
+					freezeKill(ctx, p, harness.Router, 500*time.Millisecond)
+			}},
 		{Name: "redis-kill", What: "Redis kill -9 (append-only file, fsync every second), restarted after the outage",
 			Inject: func(ctx context.Context, p *Platform, _ time.Duration) (func(context.Context) error, error) {
 				return p.Stores.Start, p.Stores.Crash(ctx, "redis")
