@@ -133,6 +133,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		defOutput  string
 		repeats    bool
 		models     modelFlags
+		scripts    modelFlags
 	)
 	fs.StringVar(&o.addr, "addr", env("SIM_LLM_ADDR", "127.0.0.1:8099"), "listen address (env SIM_LLM_ADDR)")
 	fs.StringVar(&configPath, "config", env("SIM_LLM_CONFIG", ""), "YAML or JSON config file with models and settings (env SIM_LLM_CONFIG)")
@@ -142,6 +143,7 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.StringVar(&defOutput, "default-output", sim.DefaultOutput, "output length spec in tokens of models that set none (env SIM_LLM_DEFAULT_OUTPUT)")
 	fs.BoolVar(&repeats, "track-repeats", false, "remember every request served so GET /sim/repeats lists those served twice (env SIM_LLM_TRACK_REPEATS=true)")
 	fs.Var(&models, "model", "model `NAME[=latency=SPEC,output=SPEC,rpm=N,tpm=N,error_rate=F,ttft_fraction=F]`, repeatable (env SIM_LLM_MODELS, ';'-separated)")
+	fs.Var(&scripts, "script", "`MODEL=PATH` of a YAML or JSON script answering the model's requests (docs/sim-llm.md), repeatable (env SIM_LLM_SCRIPTS, ';'-separated)")
 	fs.StringVar(&o.logLevel, "log-level", env("SIM_LLM_LOG_LEVEL", "info"), "debug, info, warn or error (env SIM_LLM_LOG_LEVEL)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 60*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Minute, "http.Server WriteTimeout; must exceed the longest simulated answer")
@@ -210,6 +212,28 @@ func parseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 		if !replaced {
 			o.cfg.Models = append(o.cfg.Models, mc)
 		}
+	}
+	if len(scripts) == 0 && getenv("SIM_LLM_SCRIPTS") != "" {
+		for v := range strings.SplitSeq(getenv("SIM_LLM_SCRIPTS"), ";") {
+			if strings.TrimSpace(v) != "" {
+				scripts = append(scripts, v)
+			}
+		}
+	}
+	for _, spec := range scripts {
+		model, path, ok := strings.Cut(strings.TrimSpace(spec), "=")
+		if !ok || model == "" || path == "" {
+			return o, fmt.Errorf("--script %q: want MODEL=PATH", spec)
+		}
+		sc, err := sim.LoadScriptFile(path)
+		if err != nil {
+			return o, fmt.Errorf("--script %s: %w", model, err)
+		}
+		if o.cfg.Scripts == nil {
+			o.cfg.Scripts = map[string]sim.Script{}
+		}
+		// Replaces the config file's script of the model, as --model replaces its model.
+		o.cfg.Scripts[model] = sc
 	}
 	if o.cfg.TimeScale == 0 {
 		o.cfg.TimeScale = 1 // what sim.Config does too; set here so the start-up log shows it

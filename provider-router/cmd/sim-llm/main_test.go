@@ -88,6 +88,41 @@ models:
 	require.False(t, o.cfg.TrackRepeats, "flag beats env")
 }
 
+func TestParseOptionsScripts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lab.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+rules:
+  - name: plan
+    match: {call: plan}
+    answers:
+      - json: {steps: [{step_id: s1, depends_on: []}]}
+      - tool_calls: [{name: search, arguments: {q: paris, n: 2}}]
+`), 0o600))
+	o, err := parseOptions([]string{"--model", "lab", "--script", "lab=" + path}, envOf(nil), io.Discard)
+	require.NoError(t, err)
+	require.Len(t, o.cfg.Scripts["lab"].Rules, 1)
+	s, err := sim.New(o.cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	st, ok := s.ScriptState("model:lab")
+	require.True(t, ok)
+	require.Equal(t, 2, st.Rules[0].Answers)
+
+	o, err = parseOptions(nil, envOf(map[string]string{"SIM_LLM_SCRIPTS": "sim-fast=" + path + ";"}), io.Discard)
+	require.NoError(t, err)
+	require.Contains(t, o.cfg.Scripts, "sim-fast")
+
+	_, err = parseOptions([]string{"--script", path}, envOf(nil), io.Discard)
+	require.ErrorContains(t, err, "MODEL=PATH")
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("rules:\n  - answers: [{content: a, json: {}}]\n"), 0o600))
+	_, err = parseOptions([]string{"--script", "lab=" + bad}, envOf(nil), io.Discard)
+	require.ErrorContains(t, err, "exactly one of")
+	_, err = parseOptions([]string{"--script", "lab=" + filepath.Join(dir, "missing.yaml")}, envOf(nil), io.Discard)
+	require.Error(t, err)
+}
+
 // TestServeDrainsOnCancel runs the real server on a real listener, answers a request, and
 // shuts down cleanly when its context ends (what SIGTERM does).
 func TestServeDrainsOnCancel(t *testing.T) {

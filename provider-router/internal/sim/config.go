@@ -45,6 +45,10 @@ type Config struct {
 	// twice). Memory grows with every distinct request: on for fault suites, off for long
 	// benchmarks. Default false.
 	TrackRepeats bool `yaml:"track_repeats" json:"track_repeats"`
+	// Scripts are the models' default scripts, by model name: a request for the model
+	// that names no script of its own is answered by it (docs/sim-llm.md, "Scripted
+	// answers"). Default none: every answer is hash-based.
+	Scripts map[string]Script `yaml:"scripts" json:"scripts"`
 	// Now is the clock of the rate limits and bursts. Nil means time.Now; tests freeze it so that
 	// limits do not refill while the test runs. Latency waits always use real timers.
 	Now func() time.Time `yaml:"-" json:"-"`

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,6 +44,10 @@ func (s *Server) routes() http.Handler {
 		return writeJSON(w, http.StatusOK, s.bursts.state())
 	}))
 	mux.Handle("POST /sim/faults", s.handle(s.startBurst))
+	mux.Handle("GET /sim/scripts", s.handle(s.listScripts))
+	mux.Handle("POST /sim/scripts", s.handle(s.postScript))
+	mux.Handle("GET /sim/scripts/{name}", s.handle(s.getScript))
+	mux.Handle("DELETE /sim/scripts/{name}", s.handle(s.deleteScript))
 	mux.Handle("DELETE /sim/faults", s.handle(func(w http.ResponseWriter, _ *http.Request) error {
 		s.StopBurst()
 		s.log.Info("burst stopped")
@@ -106,10 +111,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	t := tally{m: &ms.stats, t: &s.total}
-	t.request()
 	// A burst is an outage in front of the model: it answers before the limits, which it
-	// does not charge.
+	// does not charge, and before any script, whose answers it leaves unused.
 	if status, left, ok := s.bursts.take(req.Model); ok {
+		t.request()
 		if status == http.StatusTooManyRequests {
 			t.refused()
 		} else {
@@ -117,6 +122,21 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 		return burstError(w.Header(), status, left)
 	}
+	var latency *time.Duration
+	pick, scripted := s.scripted(r.Header, &req)
+	if scripted {
+		if pick.err != nil {
+			return pick.err // a test's mistake (no such script, exhausted): a 400
+		}
+		if sa := pick.answer; sa != nil {
+			latency = sa.latency
+			if sa.kind == "error" {
+				return s.scriptedError(r, w, t, sa)
+			}
+			a = sa.build(&req, a)
+		}
+	}
+	t.request()
 	// TPM is charged at admission with prompt tokens plus max_tokens when the client set
 	// it (as OpenAI reserves), else plus the answer's actual length, which the simulator
 	// knows in advance. Nothing is refunded afterwards.
@@ -141,19 +161,20 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 
 	t.enter()
 	defer t.leave()
-	latency := LatencyDuration(ms.latency.Sample(timingRand), s.cfg.TimeScale)
+	wait := s.latency(ms, latency)
 	id := "chatcmpl-sim" + strconv.FormatUint(timingRand.Uint64(), 36)
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		if s.stream(r, w, streamPlan{id: id, model: req.Model, a: a, latency: latency, ttft: ms.cfg.TTFTFraction, includeUsage: includeUsage}) {
+		if s.stream(r, w, streamPlan{id: id, model: req.Model, a: a, latency: wait, ttft: ms.cfg.TTFTFraction, includeUsage: includeUsage}) {
 			t.served(a, true)
 			s.servedRepeat(a, &req)
+			pick.served()
 		} else {
 			t.cancelled()
 		}
 		return nil
 	}
-	if !waitFor(r.Context(), latency) {
+	if !waitFor(r.Context(), wait) {
 		t.cancelled()
 		return nil
 	}
@@ -172,7 +193,48 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 	t.served(a, false)
 	s.servedRepeat(a, &req)
+	pick.served()
 	return nil
+}
+
+// latency is the time-scaled wait of one answer: a script's, else a draw from the model.
+func (s *Server) latency(ms *modelState, scripted *time.Duration) time.Duration {
+	if scripted != nil {
+		return time.Duration(float64(*scripted) * s.cfg.TimeScale)
+	}
+	return LatencyDuration(ms.latency.Sample(timingRand), s.cfg.TimeScale)
+}
+
+// scriptedError answers a script's error after its latency. 429 and 5xx count as the
+// model's refused and failed requests; other statuses, like every 4xx, as bad requests.
+func (s *Server) scriptedError(r *http.Request, w http.ResponseWriter, t tally, sa *scriptedAnswer) error {
+	counted := sa.err.status == http.StatusTooManyRequests || sa.err.status >= 500
+	if counted {
+		t.request()
+	}
+	var wait time.Duration
+	if sa.latency != nil {
+		wait = time.Duration(float64(*sa.latency) * s.cfg.TimeScale)
+	}
+	if !waitFor(r.Context(), wait) {
+		if counted {
+			t.cancelled()
+		}
+		return nil
+	}
+	switch {
+	case !counted:
+	case sa.err.status == http.StatusTooManyRequests:
+		t.refused()
+	default:
+		t.errored()
+	}
+	if sa.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(sa.retryAfter.Seconds())))))
+		w.Header().Set("retry-after-ms", strconv.FormatInt(sa.retryAfter.Milliseconds(), 10))
+	}
+	e := *sa.err
+	return &e
 }
 
 // servedRepeat records an answer served when repeats are tracked.
@@ -187,8 +249,8 @@ const systemFingerprint = "sim-llm"
 
 func (a answer) message() openai.ChatCompletionMessage {
 	m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant}
-	if a.toolCall != nil {
-		m.ToolCalls = []openai.ToolCall{*a.toolCall}
+	if len(a.toolCalls) > 0 {
+		m.ToolCalls = a.toolCalls
 	} else {
 		m.Content = a.content()
 	}

@@ -19,12 +19,14 @@ import (
 // answer is the deterministic part of a response: everything but ids, timestamps and
 // timing.
 type answer struct {
-	// pieces are the output tokens in stream order: the content, or the tool call's
+	// pieces are the output tokens in stream order: the content, or the tool calls'
 	// argument fragments. completion_tokens is len(pieces).
 	pieces []string
-	// toolCall, when set, is the answer (its Arguments are the joined pieces).
-	toolCall *openai.ToolCall
-	finish   openai.FinishReason
+	// toolCalls, when set, are the answer; callOf[i] is the call that pieces[i] belongs
+	// to, and each call's Arguments are its pieces joined.
+	toolCalls []openai.ToolCall
+	callOf    []int
+	finish    openai.FinishReason
 	// promptTokens is the chars/4 estimate of the request.
 	promptTokens int
 	// digest identifies the request by what decides the answer (semanticDigest).
@@ -76,13 +78,7 @@ func respond(m *model, req *openai.ChatCompletionRequest, serverSeed int64) (ans
 		if err != nil {
 			return answer{}, fmt.Errorf("generating arguments of tool %s: %w", tool.Name, err)
 		}
-		id := sha256.Sum256(append(digest[:], tool.Name...))
-		a.toolCall = &openai.ToolCall{
-			ID:       "call_" + hex.EncodeToString(id[:12]),
-			Type:     openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: tool.Name},
-		}
-		a.pieces = splitRunes(string(args), 4)
+		a.addToolCall(toolCallID(digest, tool.Name, 0), tool.Name, string(args))
 		a.finish = openai.FinishReasonToolCalls
 	case req.ResponseFormat != nil && req.ResponseFormat.Type == openai.ChatCompletionResponseFormatTypeJSONSchema:
 		var schema any
@@ -109,18 +105,64 @@ func respond(m *model, req *openai.ChatCompletionRequest, serverSeed int64) (ans
 		a.finish = openai.FinishReasonStop
 	}
 
+	a.truncate(req)
+	return a, nil
+}
+
+// toolCallID is "call_" and a hash of the request and the call: the same request always
+// gets the same ids, and the calls of one answer get different ones.
+func toolCallID(digest [32]byte, name string, index int) string {
+	b := append(digest[:], name...)
+	if index > 0 {
+		// Index 0 hashes as before multi-call answers existed, so ids stay stable.
+		b = append(b, byte(index), byte(index>>8))
+	}
+	id := sha256.Sum256(b)
+	return "call_" + hex.EncodeToString(id[:12])
+}
+
+// addToolCall appends a call whose arguments are args, cut into pieces of 4 runes.
+func (a *answer) addToolCall(id, name, args string) {
+	k := len(a.toolCalls)
+	a.toolCalls = append(a.toolCalls, openai.ToolCall{ID: id, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name}})
+	for _, p := range splitRunes(args, 4) {
+		a.pieces = append(a.pieces, p)
+		a.callOf = append(a.callOf, k)
+	}
+}
+
+// truncate cuts the answer at max_completion_tokens (or max_tokens) with finish_reason
+// "length", as a real model cut off mid-answer, and fills in the tool calls' arguments
+// from what is left; a call left with no argument fragment at all is dropped.
+func (a *answer) truncate(req *openai.ChatCompletionRequest) {
 	limit := req.MaxCompletionTokens
 	if limit == 0 {
 		limit = req.MaxTokens
 	}
 	if limit > 0 && len(a.pieces) > limit {
 		a.pieces = a.pieces[:limit]
+		if a.callOf != nil {
+			a.callOf = a.callOf[:limit]
+		}
 		a.finish = openai.FinishReasonLength
 	}
-	if a.toolCall != nil {
-		a.toolCall.Function.Arguments = a.content()
+	if len(a.toolCalls) == 0 {
+		return
 	}
-	return a, nil
+	args := make([]strings.Builder, len(a.toolCalls))
+	for i, p := range a.pieces {
+		args[a.callOf[i]].WriteString(p)
+	}
+	kept := a.toolCalls[:0]
+	for k, tc := range a.toolCalls {
+		if args[k].Len() == 0 && k > 0 {
+			// Only calls after the cut are empty: callOf stays valid for the rest.
+			continue
+		}
+		tc.Function.Arguments = args[k].String()
+		kept = append(kept, tc)
+	}
+	a.toolCalls = kept
 }
 
 // semanticDigest hashes what decides the answer. JSON of the go-openai types is a stable

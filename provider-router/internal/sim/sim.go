@@ -10,8 +10,10 @@ package sim
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -30,6 +32,7 @@ type Server struct {
 	// repeats is nil unless Config.TrackRepeats.
 	repeats *repeats
 	bursts  bursts
+	scripts scripts
 }
 
 // modelState is a model with its limits and counters.
@@ -63,6 +66,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	for _, m := range models {
 		s.models[m.cfg.Name] = &modelState{model: m, limits: newLimiter(m.cfg.RPM, m.cfg.TPM, window, cfg.Now)}
 		s.names = append(s.names, m.cfg.Name)
+	}
+	for _, m := range slices.Sorted(maps.Keys(cfg.Scripts)) {
+		if err := s.SetScript(ModelScriptPrefix+m, cfg.Scripts[m]); err != nil {
+			return nil, fmt.Errorf("sim-llm config: scripts[%s]: %w", m, err)
+		}
 	}
 	s.handler = s.routes()
 	return s, nil

@@ -90,7 +90,8 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, p streamPlan) bo
 
 	zero := 0
 	first := openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}
-	if tc := p.a.toolCall; tc != nil {
+	if len(p.a.toolCalls) > 0 {
+		tc := p.a.toolCalls[0]
 		first.ToolCalls = []openai.ToolCall{{Index: &zero, ID: tc.ID, Type: tc.Type, Function: openai.FunctionCall{Name: tc.Function.Name}}}
 	}
 	if !waitUntil(ttft) || !send(chunk(first, "")) {
@@ -106,9 +107,16 @@ func (s *Server) stream(r *http.Request, w http.ResponseWriter, p streamPlan) bo
 			return false
 		}
 		var d openai.ChatCompletionStreamChoiceDelta
-		if p.a.toolCall != nil {
+		if len(p.a.toolCalls) > 0 {
 			// Type is repeated on every fragment: clients that validate it reject "".
-			d.ToolCalls = []openai.ToolCall{{Index: &zero, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Arguments: piece}}}
+			k := p.a.callOf[i]
+			tc := openai.ToolCall{Index: &k, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Arguments: piece}}
+			if k > 0 && p.a.callOf[i-1] != k {
+				// The first fragment of every further call carries its id and name, as
+				// OpenAI's parallel tool calls do.
+				tc.ID, tc.Function.Name = p.a.toolCalls[k].ID, p.a.toolCalls[k].Function.Name
+			}
+			d.ToolCalls = []openai.ToolCall{tc}
 		} else {
 			d.Content = piece
 		}
