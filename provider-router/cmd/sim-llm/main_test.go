@@ -113,6 +113,19 @@ rules:
 	require.NoError(t, err)
 	require.Contains(t, o.cfg.Scripts, "sim-fast")
 
+	// The config file's scripts, replaced by --script for the same model.
+	cfgPath := filepath.Join(dir, "sim.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(`
+models: [{name: lab}, {name: other}]
+scripts:
+  lab: {rules: [{answers: [{content: from the file}]}]}
+  other: {rules: [{answers: [{hash: true}]}]}
+`), 0o600))
+	o, err = parseOptions([]string{"--config", cfgPath, "--script", "lab=" + path}, envOf(nil), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "plan", o.cfg.Scripts["lab"].Rules[0].Name)
+	require.True(t, o.cfg.Scripts["other"].Rules[0].Answers[0].Hash)
+
 	_, err = parseOptions([]string{"--script", path}, envOf(nil), io.Discard)
 	require.ErrorContains(t, err, "MODEL=PATH")
 	bad := filepath.Join(dir, "bad.yaml")
