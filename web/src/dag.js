@@ -83,19 +83,23 @@ export function depths(groups) {
 }
 
 function nodeHeight(g) {
-  if (!g.forEach || !g.instances.length) return SIZE.h;
+  if (!g.instances.length) return SIZE.h; // a for_each step's instances, or a matrix job's
   const rows = Math.ceil(Math.min(g.instances.length, MAX_CHIPS) / SIZE.chipsPerRow);
   return Math.max(SIZE.h, SIZE.groupHead + rows * (SIZE.chipH + SIZE.chipGap) + 20);
 }
 
 /**
- * layoutChain places the grouped steps: {nodes: [{...group, layer, x, y, w, h, children}],
+ * layoutChain places the grouped steps (layoutGroups): {nodes: [{...group, layer, x, y, w, h, children}],
  * edges: [{from, to, d}], width, height}. Within a layer, nodes are ordered by the mean
  * height of their parents (one barycentre pass), which keeps most edges uncrossed; each
  * layer is centred vertically.
  */
 export function layoutChain(steps) {
-  const groups = groupSteps(steps);
+  return layoutGroups(groupSteps(steps));
+}
+
+/** layoutGroups places nodes that each have an id and dependsOn (steps, or a workflow's jobs). */
+export function layoutGroups(groups) {
   const depth = depths(groups);
   const layers = [];
   for (const g of groups) (layers[depth.get(g.id)] ||= []).push(g);
@@ -141,7 +145,8 @@ export function layoutChain(steps) {
 
 /**
  * counters says how far a node's fan-in and fan-out are: join "2/3 done" (parents ended),
- * instances "4/5 done" (a for_each step's instances ended), fork "1/3 started" (children
+ * instances "4/5 done" (a for_each step's instances ended), matrix "2/3 instances done" (a
+ * matrix job's instances whose steps have all ended), fork "1/3 started" (children
  * dispatched). byId maps step ids to nodes (for the parents' and children's statuses).
  */
 export function counters(n, byId) {
@@ -151,7 +156,10 @@ export function counters(n, byId) {
     const done = n.dependsOn.filter((p) => ended(byId.get(p)?.status)).length;
     out.push({ kind: 'join', text: `${done}/${n.dependsOn.length} done` });
   }
-  if (n.instances.length) {
+  if (n.matrix) {
+    const done = n.instances.filter((i) => i.done).length;
+    out.push({ kind: 'matrix', text: `${done}/${n.count} instances done` });
+  } else if (n.instances.length) {
     const done = n.instances.filter((s) => ended(s.status)).length;
     out.push({ kind: 'instances', text: `${done}/${n.instances.length} done` });
   }
@@ -160,4 +168,102 @@ export function counters(n, byId) {
     out.push({ kind: 'fork', text: `${started}/${n.children.length} started` });
   }
   return out;
+}
+
+// A workflow run (a chain with `workflow`) is drawn as its DAG of jobs: one node per job,
+// edges from `needs`, a matrix job's instances grouped in its node. A job's status is its
+// result once it has one, else what its steps add up to.
+
+/** RESULT_STATUS maps a job's result to the step status its node is drawn with. */
+export const RESULT_STATUS = { success: 'completed', failure: 'failed', cancelled: 'cancelled', skipped: 'skipped' };
+
+/**
+ * liveStatus is what a job's (or one matrix instance's) steps add up to while it runs: held
+ * or running or queued if one is; pending while none has started; the ended status (as
+ * groupStatus) once all have ended; otherwise running (between two steps, or instances
+ * waiting for max-parallel).
+ */
+export function liveStatus(steps) {
+  const st = (steps || []).map((s) => s.status);
+  if (!st.length) return 'pending';
+  if (st.every((x) => TERMINAL_STEP.has(x))) return groupStatus({ steps, instances: [] });
+  if (st.includes('held_for_review')) return 'held_for_review';
+  if (st.includes('pending_review')) return 'pending_review';
+  if (st.some((x) => x !== 'pending' && x !== 'queued' && !TERMINAL_STEP.has(x))) return 'running';
+  if (st.includes('queued')) return 'queued';
+  if (st.every((x) => x === 'pending')) return 'pending';
+  return 'running';
+}
+
+/** orderSteps puts the steps of one job instance in the order they run (each after the step
+ * it depends on within the instance), keeping the API's order otherwise. */
+export function orderSteps(steps) {
+  const ids = new Set(steps.map((s) => s.stepId));
+  const byId = new Map(steps.map((s) => [s.stepId, s]));
+  const depth = new Map();
+  const visit = (s, seen = new Set()) => {
+    if (depth.has(s.stepId)) return depth.get(s.stepId);
+    if (seen.has(s.stepId)) return 0;
+    seen.add(s.stepId);
+    let d = 0;
+    for (const p of s.dependsOn || []) if (ids.has(p) && p !== s.stepId) d = Math.max(d, visit(byId.get(p), seen) + 1);
+    depth.set(s.stepId, d);
+    return d;
+  };
+  return steps.map((s, i) => ({ s, i, d: visit(s) })).sort((a, b) => a.d - b.d || a.i - b.i).map((x) => x.s);
+}
+
+/** stepName is a workflow step's own part of its id: `job/step` or `job/<i>/step` → `step`. */
+export const stepName = (stepId) => stepId.slice(stepId.lastIndexOf('/') + 1);
+
+const sum = (list) => list.reduce((t, s) => t + (s.costUsd || 0), 0);
+
+/**
+ * groupJobs turns a workflow run's jobs and the chain's steps into one node per job, in the
+ * workflow's order: {id, name, dependsOn (needs), status, result, outputs, costUsd, steps
+ * (in order, instance by instance), matrix, count, instances: [{instance, steps, status,
+ * costUsd, done}]}.
+ */
+export function groupJobs(workflow, steps) {
+  const jobs = workflow?.jobs || [];
+  const ids = new Set(jobs.map((j) => j.id));
+  const jobOf = (s) => s.job ?? s.stepId.slice(0, s.stepId.indexOf('/'));
+  return jobs.map((j) => {
+    const own = (steps || []).filter((s) => jobOf(s) === j.id);
+    const matrix = j.instances != null;
+    const instances = [];
+    if (matrix) {
+      const n = Math.max(j.instances, ...own.map((s) => (s.matrix ?? -1) + 1));
+      for (let i = 0; i < n; i++) {
+        const list = orderSteps(own.filter((s) => s.matrix === i));
+        const done = list.length > 0 && list.every((s) => TERMINAL_STEP.has(s.status));
+        instances.push({ instance: i, steps: list, status: liveStatus(list), costUsd: sum(list), done });
+      }
+    }
+    return {
+      id: j.id, name: j.name || j.id, job: j, kind: 'job',
+      dependsOn: [...new Set(j.needs || [])].filter((d) => ids.has(d) && d !== j.id),
+      status: j.result ? RESULT_STATUS[j.result] || j.result : liveStatus(own),
+      result: j.result, outputs: j.outputs,
+      steps: matrix ? instances.flatMap((i) => i.steps) : orderSteps(own),
+      jobTypes: [...new Set(own.map((s) => s.jobType))],
+      matrix, count: matrix ? j.instances : undefined, instances, costUsd: sum(own),
+    };
+  });
+}
+
+/** layoutWorkflow places a workflow run's jobs as layoutChain places steps. */
+export function layoutWorkflow(workflow, steps) {
+  return layoutGroups(groupJobs(workflow, steps));
+}
+
+/** reasonText says in words why a workflow step ended without running, or as it did. */
+export function reasonText(reason) {
+  if (!reason) return '';
+  if (reason === 'if') return "skipped: its if was false";
+  if (reason === 'job_if') return "skipped: its job's if was false";
+  if (reason === 'job_timeout') return 'cancelled: its job ran out of timeout-minutes';
+  if (reason.startsWith('cancelled_by:')) return `cancelled by fail-fast: ${reason.slice('cancelled_by:'.length)} failed`;
+  if (reason.startsWith('parent_failed:')) return `skipped: ${reason.slice('parent_failed:'.length)} failed`;
+  return reason.replaceAll('_', ' ');
 }

@@ -470,6 +470,136 @@ await test('a chain is cancelled from its page, re-run, and its held step reject
   await shot(page, '23-chain-rejected');
 });
 
+// uiWorkflow: a matrix job of three instances, one at a time, whose second step runs in
+// one instance only (skipped by its if in the others), then a job that needs it; the
+// workflow's output is the last job's.
+const uiWorkflow = `name: UI fan-out
+on:
+  workflow_dispatch:
+    inputs:
+      topic:
+        type: string
+        required: true
+  workflow_call:
+    inputs:
+      topic:
+        type: string
+        required: true
+    outputs:
+      summary:
+        value: \${{ jobs.join.outputs.summary }}
+jobs:
+  fan:
+    name: Fan out
+    runs-on: any
+    strategy:
+      max-parallel: 1
+      matrix:
+        n: [1, 2, 3]
+    steps:
+      - id: part
+        uses: ./skills/demo_llm
+        with:
+          prompt: "Part \${{ matrix.n }} of \${{ inputs.topic }}"
+      - id: extra
+        if: matrix.n == 2
+        uses: ./skills/demo_llm
+        with:
+          prompt: "More on part \${{ matrix.n }}"
+  join:
+    runs-on: any
+    needs: fan
+    outputs:
+      summary: \${{ steps.combine.outputs.result }}
+    steps:
+      - id: combine
+        uses: ./skills/demo_llm
+        with:
+          prompt: "Combine the parts on \${{ inputs.topic }}"
+`;
+
+await test('a workflow run is drawn as its jobs: matrix counter, results, steps with reasons, span trees', async () => {
+  await requireSkill('demo_llm');
+  const r = await call(adminKey, 'POST', '/workflows/run', { workflow: uiWorkflow, inputs: { topic: 'otters' } });
+  assert(r.status === 202 && r.body.chainId, 'POST /workflows/run: ' + r.status + ' ' + JSON.stringify(r.body));
+  const { jobId, chainId } = r.body;
+  await page.goto(base + '/ui/#/runs/' + jobId);
+  await page.locator('[data-testid=workflow-dag] .cnode[data-wfjob=fan]').waitFor();
+  // Record every status each job node and every text the matrix counter shows, in order.
+  await page.evaluate(() => {
+    window.__noReload = true;
+    window.__jobs = {};
+    window.__counter = [];
+    const record = () => {
+      for (const el of document.querySelectorAll('.cnode[data-wfjob]')) {
+        const seen = (window.__jobs[el.dataset.wfjob] ||= []);
+        if (seen[seen.length - 1] !== el.dataset.status) seen.push(el.dataset.status);
+      }
+      const c = document.querySelector('.cnode[data-wfjob=fan] [data-testid=counter-matrix]')?.textContent.trim();
+      if (c && window.__counter[window.__counter.length - 1] !== c) window.__counter.push(c);
+    };
+    record();
+    new MutationObserver(record).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ['data-status'] });
+  });
+  assert((await page.locator('[data-testid=chain-dag]').count()) === 0, 'a workflow is not drawn as its steps');
+  assert((await page.locator('[data-testid=workflow-name]').textContent()) === 'UI fan-out', 'the workflow\'s name is shown');
+  await shot(page, '24-workflow-running');
+  await page.locator('[data-testid=chain-status]:not([data-status=running])').waitFor({ timeout: 90000 });
+  const status = await page.locator('[data-testid=chain-status]').getAttribute('data-status');
+  const jobs = await page.evaluate(() => window.__jobs);
+  const counter = await page.evaluate(() => window.__counter);
+  assert(status === 'completed', `the workflow completed, got ${status}; jobs seen ${JSON.stringify(jobs)}`);
+  assert(await page.evaluate(() => window.__noReload === true), 'the page was not reloaded');
+
+  // One node per job, an edge from needs, the API's results.
+  const nodes = await page.locator('.cnode[data-wfjob]').evaluateAll((els) => els.map((e) => [e.dataset.wfjob, e.dataset.result]));
+  assert(JSON.stringify(nodes) === JSON.stringify([['fan', 'success'], ['join', 'success']]), 'job nodes: ' + JSON.stringify(nodes));
+  assert((await page.locator('[data-edge="fan>join"]').count()) === 1, 'an edge fan → join');
+  const api = (await call(adminKey, 'GET', '/chains/' + chainId)).body;
+  assert(api.workflow.jobs.every((j) => j.result === 'success'), 'the API says both succeeded: ' + JSON.stringify(api.workflow));
+  const fan = page.locator('.cnode[data-wfjob=fan]');
+  assert((await fan.locator('[data-testid=job-name]').textContent()) === 'Fan out', 'the job\'s name');
+  assert((await fan.locator('[data-testid=job-status]').textContent()) === 'success', 'the job\'s result');
+  assert((await fan.locator('[data-testid=counter-matrix]').textContent()).trim() === '3/3 instances done', 'matrix counter');
+  assert((await fan.locator('.chip[data-instance]').count()) === 3, 'a chip per instance');
+  // Live: join waited (max-parallel 1 runs the instances one after another) and the counter counted up.
+  assert(inOrder(jobs.join, ['pending', 'completed']), 'join seen pending, then completed: ' + JSON.stringify(jobs));
+  assert(inOrder(counter, ['1/3 instances done', '3/3 instances done']) || inOrder(counter, ['2/3 instances done', '3/3 instances done']),
+    'the counter counted up while watched: ' + JSON.stringify(counter));
+  const fanCost = api.steps.filter((s) => s.job === 'fan').reduce((t, s) => t + s.costUsd, 0);
+  const shown = Number((await fan.locator('[data-testid=job-cost]').textContent()).slice(1));
+  assert(fanCost > 0 && Math.abs(shown - fanCost) < 1e-6, `job cost ${shown} is its steps' ${fanCost}`);
+  // The workflow's outputs, once ended.
+  const outputs = JSON.parse(await page.locator('[data-testid=workflow-outputs]').textContent());
+  assert(typeof outputs.summary === 'string' && outputs.summary.length > 0, 'workflow outputs: ' + JSON.stringify(outputs));
+  await shot(page, '25-workflow-completed');
+
+  // The job's steps, instance by instance, with why a step did not run.
+  await fan.click();
+  const detail = page.locator('[data-testid=job-detail][data-wfjob=fan]');
+  await detail.waitFor();
+  assert((await detail.locator('.instance').count()) === 3, 'three instances listed');
+  const rows = await detail.locator('li[data-step]').evaluateAll((els) => els.map((e) => [e.dataset.step, e.dataset.status, e.dataset.reason]));
+  const want = api.steps.filter((s) => s.job === 'fan').sort((a, b) => a.matrix - b.matrix || (a.stepId.endsWith('/part') ? -1 : 1))
+    .map((s) => [s.stepId, s.status, s.reason || '']);
+  assert(JSON.stringify(rows) === JSON.stringify(want), `steps in order: ${JSON.stringify(rows)}, API ${JSON.stringify(want)}`);
+  const skipped = rows.filter(([, st]) => st === 'skipped');
+  assert(skipped.length === 2 && skipped.every(([, , why]) => why === 'if'), 'extra skipped by its if in two instances: ' + JSON.stringify(rows));
+  assert((await detail.locator('li[data-status=skipped] [data-testid=step-reason]').first().textContent()) === 'skipped: its if was false', 'the reason in words');
+  // A chip shows one instance; a step drills into its run's span tree.
+  const one = api.steps.find((s) => s.job === 'fan' && s.matrix === 1 && s.stepId.endsWith('/part'));
+  await fan.locator('.chip[data-instance="1"]').click();
+  await page.locator('[data-testid=job-detail] .instance').nth(1).waitFor({ state: 'detached' });
+  assert((await detail.locator('.instance').getAttribute('data-instance')) === '1', 'only instance 1');
+  await detail.locator(`li[data-step="${one.stepId}"]`).click();
+  await page.locator(`[data-testid=step-detail][data-step="${one.stepId}"] [data-span-type=llm_call] [data-testid=billing]`).first().waitFor();
+  await shot(page, '26-workflow-step-tree');
+  // The job after it: its steps, its outputs.
+  await page.locator('.cnode[data-wfjob=join]').click();
+  await page.locator('[data-testid=job-detail][data-wfjob=join] [data-testid=job-outputs]').waitFor();
+  assert((await page.locator('[data-testid=job-detail][data-wfjob=join] li[data-step]').count()) === 1, 'join has one step');
+});
+
 await test('a second organisation sees none of the first one\'s runs', async () => {
   const B = await browserContext();
   current = B.page;

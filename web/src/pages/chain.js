@@ -1,11 +1,13 @@
 // A chain run (Tier 3): its DAG drawn live from GET /api/v1/chains/{id} and the chain's
 // stream, with fork/join counters, progress, cost per step and in total, Approve/Reject on
-// held steps, Cancel and Re-run, and each step drilling into its own run's span tree.
+// held steps, Cancel and Re-run, and each step drilling into its own run's span tree. A
+// workflow run (a chain with `workflow`) is drawn as its DAG of jobs instead, each job
+// listing its steps, which drill into their runs' span trees the same way.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { openStream } from '../stream.js';
 import { SpanTree } from '../tree.js';
-import { layoutChain, counters, MAX_CHIPS } from '../dag.js';
+import { layoutChain, layoutWorkflow, groupJobs, counters, stepName, reasonText, MAX_CHIPS } from '../dag.js';
 import { html, ErrorBox, Loading, StatusBadge, ConnBadge, usd, when } from '../ui.js';
 
 // Events after which the chain is fetched again: the coordinator's, and a run's status
@@ -95,17 +97,87 @@ function StepNode({ n, byId, selected, onSelect, onDecided, onError }) {
   </div>`;
 }
 
-/** ChainDag draws the laid-out chain: an SVG of edges under HTML nodes. */
-function ChainDag({ chain, selected, onSelect, onDecided, onError }) {
-  const lay = useMemo(() => layoutChain(chain.steps), [chain]);
+/** Dag draws a laid-out DAG (layoutChain, layoutWorkflow): an SVG of edges under the HTML
+ * nodes node(n, byId) gives. */
+function Dag({ lay, testid, node }) {
   const byId = new Map(lay.nodes.map((n) => [n.id, n]));
-  return html`<div class="chaindag-wrap"><div class="chaindag" data-testid="chain-dag" style=${`width:${lay.width}px;height:${lay.height}px`}>
+  return html`<div class="chaindag-wrap"><div class="chaindag" data-testid=${testid} style=${`width:${lay.width}px;height:${lay.height}px`}>
     <svg width=${lay.width} height=${lay.height} aria-hidden="true">
       <defs><marker id="carr" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" /></marker></defs>
       ${lay.edges.map((e) => html`<path class=${'cedge from-' + e.status} d=${e.d} marker-end="url(#carr)" data-edge=${`${e.from}>${e.to}`} />`)}
     </svg>
-    ${lay.nodes.map((n) => html`<${StepNode} key=${n.id} n=${n} byId=${byId} selected=${selected} onSelect=${onSelect} onDecided=${onDecided} onError=${onError} />`)}
+    ${lay.nodes.map((n) => node(n, byId))}
   </div></div>`;
+}
+
+/** ChainDag draws the laid-out chain, a node per step. */
+function ChainDag({ chain, selected, onSelect, onDecided, onError }) {
+  const lay = useMemo(() => layoutChain(chain.steps), [chain]);
+  return html`<${Dag} lay=${lay} testid="chain-dag" node=${(n, byId) => html`<${StepNode} key=${n.id} n=${n} byId=${byId}
+    selected=${selected} onSelect=${onSelect} onDecided=${onDecided} onError=${onError} />`} />`;
+}
+
+/** JobNode is one job of a workflow run: its name, status or result, cost and, for a matrix
+ * job, how many instances are done and a chip per instance. */
+function JobNode({ n, byId, selected, onSelect }) {
+  const cs = counters(n, byId);
+  const steps = n.matrix ? (n.instances[0]?.steps.length || 0) : n.steps.length;
+  const isSel = selected?.job === n.id;
+  return html`<div class=${`cnode jnode cs-${n.status}${isSel && selected.instance == null ? ' selected' : ''}${n.matrix ? ' group' : ''}`}
+      style=${`left:${n.x}px;top:${n.y}px;width:${n.w}px;height:${n.h}px`}
+      data-wfjob=${n.id} data-status=${n.status} data-result=${n.result || ''}
+      role="button" tabIndex="0" aria-label=${`job ${n.id}: ${n.result || n.status}`}
+      onClick=${() => onSelect(n.id, null)} onKeyDown=${(e) => { if (e.target === e.currentTarget && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); onSelect(n.id, null); } }}
+      title=${`job ${n.id}: ${n.result || n.status}`}>
+    <div class="cn-head"><b class="cn-id" data-testid="job-name">${n.name}</b>${n.matrix ? html`<span class="cn-tag">matrix ×${n.count}</span>` : null}</div>
+    <div class="cn-type">${n.name !== n.id ? html`${n.id} · ` : null}${steps} step${steps === 1 ? '' : 's'}${n.matrix ? ' each' : ''}</div>
+    <div class="cn-status"><span class="cn-st" data-testid="job-status">${n.result || n.status.replaceAll('_', ' ')}</span>
+      <span class="cn-cost" data-testid="job-cost">${usd(n.costUsd)}</span></div>
+    ${cs.length ? html`<div class="cn-counters">${cs.map((c) => html`<span class=${'counter ' + c.kind} data-testid=${'counter-' + c.kind}>${c.kind === 'matrix' ? '' : c.kind + ' '}${c.text}</span>`)}</div>` : null}
+    ${n.instances.length ? html`<div class="chips">${n.instances.slice(0, MAX_CHIPS).map((i) => html`<button type="button"
+        class=${`chip cs-${i.status}${isSel && selected.instance === i.instance ? ' selected' : ''}`} data-instance=${i.instance} data-status=${i.status}
+        title=${`instance ${i.instance}: ${i.status} · ${usd(i.costUsd)}`}
+        onClick=${(e) => { e.stopPropagation(); onSelect(n.id, i.instance); }}>${i.instance}</button>`)}
+      ${n.instances.length > MAX_CHIPS ? html`<span class="more">+${n.instances.length - MAX_CHIPS}</span>` : null}</div>` : null}
+  </div>`;
+}
+
+/** WorkflowDag draws a workflow run's jobs, a node per job. */
+function WorkflowDag({ chain, selected, onSelect }) {
+  const lay = useMemo(() => layoutWorkflow(chain.workflow, chain.steps), [chain]);
+  return html`<${Dag} lay=${lay} testid="workflow-dag" node=${(n, byId) => html`<${JobNode} key=${n.id} n=${n} byId=${byId}
+    selected=${selected} onSelect=${onSelect} />`} />`;
+}
+
+/** JobSteps lists one job's (or matrix instance's) steps in order, each with its status and
+ * why it ended as it did; a click selects the step (its span tree shows below). */
+function JobSteps({ steps, selected, onSelect }) {
+  return html`<ol class="jobsteps">${steps.map((s) => html`<li class=${`cs-${s.status}${selected === s.stepId ? ' selected' : ''}`}
+      data-step=${s.stepId} data-status=${s.status} data-reason=${s.reason || ''} role="button" tabIndex="0"
+      onClick=${() => onSelect(s.stepId)} onKeyDown=${(e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); onSelect(s.stepId); } }}>
+    <b>${stepName(s.stepId)}</b> <small>${s.jobType}</small> <${StatusBadge} status=${s.status} />
+    ${s.reason ? html`<span class="reason" data-testid="step-reason">${reasonText(s.reason)}</span>` : null}
+    ${s.error?.code ? html`<span class="cn-err">${s.error.code}</span>` : null}
+    <span class="cn-cost">${usd(s.costUsd)}</span></li>`)}</ol>`;
+}
+
+/** JobDetail is the selected job: what it needs, its result and outputs, and its steps —
+ * instance by instance in a matrix job (only the selected instance when one is). */
+function JobDetail({ n, instance, stepId, onSelectStep }) {
+  const insts = n.matrix ? n.instances.filter((i) => instance == null || i.instance === instance) : null;
+  return html`<div class="stepdetail jobdetail" data-testid="job-detail" data-wfjob=${n.id}>
+    <h3>Job ${n.name} ${n.name !== n.id ? html`<small>${n.id}</small>` : null} <${StatusBadge} status=${n.status} />
+      ${n.result ? html`<span class="badge" data-testid="job-result">result ${n.result}</span>` : null}</h3>
+    <div class="facts">
+      <span>needs <b>${n.dependsOn.length ? n.dependsOn.join(', ') : '—'}</b></span>
+      ${n.matrix ? html`<span>matrix <b>${n.instances.filter((i) => i.done).length}/${n.count}</b> instances done</span>` : null}
+      <span class="total">cost <b>${usd(n.costUsd)}</b></span>
+    </div>
+    ${insts ? insts.map((i) => html`<div class="instance" data-instance=${i.instance}><h4>Instance ${i.instance} <${StatusBadge} status=${i.status} /> <small>${usd(i.costUsd)}</small></h4>
+        <${JobSteps} steps=${i.steps} selected=${stepId} onSelect=${onSelectStep} /></div>`)
+      : html`<${JobSteps} steps=${n.steps} selected=${stepId} onSelect=${onSelectStep} />`}
+    ${n.outputs && Object.keys(n.outputs).length ? html`<h4>Outputs</h4><pre class="output" data-testid="job-outputs">${JSON.stringify(n.outputs, null, 2)}</pre>` : null}
+  </div>`;
 }
 
 /** StepDetail is the selected step (or instance): its run's facts and its span tree. */
@@ -127,6 +199,7 @@ function StepDetail({ step, spans, onDecided, onError }) {
       ${step.reused ? html`<span>output reused from the chain it re-runs</span>` : null}
       <span>started ${when(step.startedAt)}</span><span>finished ${when(step.finishedAt)}</span>
       <span class="total">cost <b>${usd(step.costUsd)}</b></span>
+      ${step.job && step.reason ? html`<span data-testid="detail-reason">${reasonText(step.reason)}</span>` : null}
       ${HELD.has(step.status) && step.jobId ? html`<${Decide} jobId=${step.jobId} onDone=${(w) => onDecided(stepKey(step), w)} onError=${onError} />` : null}
     </div>
     <${ErrorBox} error=${error} />
@@ -204,6 +277,9 @@ export function ChainView({ chainId }) {
   };
   const onDecided = (step, what) => { setNote(`${what === 'approve' ? 'Approved' : 'Rejected'} step ${step}.`); refresh(); };
   const onSelect = (stepId, instance) => setSel({ stepId, instance });
+  // In a workflow run: a job (and a matrix instance of it), then one of its steps.
+  const [wsel, setWsel] = useState(null); // {job, instance, stepId}
+  const onSelectJob = (job, instance) => setWsel({ job, instance, stepId: null });
 
   if (error && !chain) return html`<section><p><a href="#/runs">← runs</a></p><${ErrorBox} error=${error} /></section>`;
   if (!chain) return html`<${Loading} what="chain" />`;
@@ -214,9 +290,15 @@ export function ChainView({ chainId }) {
   const pct = Math.round((chain.progress || 0) * 100);
   const counts = chain.steps.reduce((m, s) => ({ ...m, [s.status]: (m[s.status] || 0) + 1 }), {});
   const allSpans = [...spans.current.values()].flatMap((m) => [...m.values()]);
+  const wf = chain.workflow;
+  const wfJob = wf && wsel ? groupJobs(wf, chain.steps).find((g) => g.id === wsel.job) : null;
+  const wfStep = wfJob && wsel.stepId ? chain.steps.find((s) => s.stepId === wsel.stepId) : null;
+  const wfOutputs = wf && chain.status !== 'running' ? run?.output?.outputs : null;
+  const selectRow = (s) => (wf && s.job ? setWsel({ job: s.job, instance: s.matrix ?? null, stepId: s.stepId }) : onSelect(s.stepId, s.instance ?? null));
   return html`<section class="run chain" data-chain=${chain.chainId}>
     <p><a href="#/runs">← runs</a></p>
-    <div class="titlebar"><h2>${chain.jobType} <small>chain ${chain.chainId}</small></h2><${ConnBadge} ...${conn} /></div>
+    <div class="titlebar"><h2>${wf ? html`<span data-testid="workflow-name">${wf.name}</span> <small>workflow ${chain.jobType} · chain ${chain.chainId}</small>`
+      : html`${chain.jobType} <small>chain ${chain.chainId}</small>`}</h2><${ConnBadge} ...${conn} /></div>
     <div class="facts">
       <span data-testid="chain-status" data-status=${chain.status}>chain <${StatusBadge} status=${chain.status} /></span>
       <span>parent run <a href=${'#/runs/' + chain.jobId}>${chain.jobId.slice(-8)}</a>${run ? html` <${StatusBadge} status=${run.status} />` : null}</span>
@@ -233,13 +315,21 @@ export function ChainView({ chainId }) {
     ${note ? html`<div class="banner info" data-testid="note">${note}</div>` : null}
     <${ErrorBox} error=${error} />
     ${chain.error ? html`<div class="banner error"><strong>${chain.error.code || 'ERROR'}</strong> ${chain.error.message || ''}</div>` : null}
+    ${wf ? html`
+    <${WorkflowDag} chain=${chain} selected=${wsel} onSelect=${onSelectJob} />
+    ${wfJob ? html`<${JobDetail} n=${wfJob} instance=${wsel.instance} stepId=${wsel.stepId} onSelectStep=${(stepId) => setWsel({ ...wsel, stepId })} />`
+      : html`<p class="hint">Click a job to see its steps, and a step to see its run's span tree.</p>`}
+    ${wfStep ? html`<${StepDetail} key=${wfStep.stepId} step=${wfStep} spans=${wfStep.jobId ? spans.current.get(wfStep.jobId) : null}
+        onDecided=${onDecided} onError=${setError} />` : null}`
+    : html`
     <${ChainDag} chain=${chain} selected=${selKey} onSelect=${onSelect} onDecided=${onDecided} onError=${setError} />
     ${selStep ? html`<${StepDetail} key=${selKey} step=${selStep} spans=${selStep.jobId ? spans.current.get(selStep.jobId) : null}
         onDecided=${onDecided} onError=${setError} />`
-      : html`<p class="hint">Click a step to see its run's span tree.</p>`}
+      : html`<p class="hint">Click a step to see its run's span tree.</p>`}`}
+    ${wfOutputs ? html`<h3>Workflow outputs</h3><pre class="output" data-testid="workflow-outputs">${JSON.stringify(wfOutputs, null, 2)}</pre>` : null}
     <h3>Steps</h3>
     <table class="steps-table" data-testid="steps-table"><thead><tr><th>step</th><th>skill</th><th>status</th><th>depends on</th><th>attempt</th><th>started</th><th>finished</th><th>cost</th></tr></thead>
-      <tbody>${chain.steps.map((s) => html`<tr data-step=${stepKey(s)} onClick=${() => onSelect(s.stepId, s.instance ?? null)}>
+      <tbody>${chain.steps.map((s) => html`<tr data-step=${stepKey(s)} onClick=${() => selectRow(s)}>
         <td>${s.jobId ? html`<a href=${'#/runs/' + s.jobId} onClick=${(e) => e.stopPropagation()}>${stepKey(s)}</a>` : stepKey(s)}</td><td>${s.jobType}</td>
         <td><${StatusBadge} status=${s.status} /></td><td>${(s.dependsOn || []).join(', ') || '—'}</td><td>${s.attempt || '—'}</td>
         <td>${when(s.startedAt)}</td><td>${when(s.finishedAt)}</td><td>${usd(s.costUsd)}</td></tr>`)}</tbody>
