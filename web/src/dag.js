@@ -227,7 +227,7 @@ const sum = (list) => list.reduce((t, s) => t + (s.costUsd || 0), 0);
 export function groupJobs(workflow, steps) {
   const jobs = workflow?.jobs || [];
   const ids = new Set(jobs.map((j) => j.id));
-  const jobOf = (s) => s.job ?? s.stepId.slice(0, s.stepId.indexOf('/'));
+  const jobOf = (s) => s.job ?? s.stepId.split('/')[0];
   return jobs.map((j) => {
     const own = (steps || []).filter((s) => jobOf(s) === j.id);
     const matrix = j.instances != null;

@@ -151,19 +151,20 @@ function WorkflowDag({ chain, selected, onSelect }) {
 
 /** JobSteps lists one job's (or matrix instance's) steps in order, each with its status and
  * why it ended as it did; a click selects the step (its span tree shows below). */
-function JobSteps({ steps, selected, onSelect }) {
+function JobSteps({ steps, selected, onSelect, onDecided, onError }) {
   return html`<ol class="jobsteps">${steps.map((s) => html`<li class=${`cs-${s.status}${selected === s.stepId ? ' selected' : ''}`}
       data-step=${s.stepId} data-status=${s.status} data-reason=${s.reason || ''} role="button" tabIndex="0"
-      onClick=${() => onSelect(s.stepId)} onKeyDown=${(e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); onSelect(s.stepId); } }}>
+      onClick=${() => onSelect(s.stepId)} onKeyDown=${(e) => { if (e.target === e.currentTarget && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); onSelect(s.stepId); } }}>
     <b>${stepName(s.stepId)}</b> <small>${s.jobType}</small> <${StatusBadge} status=${s.status} />
     ${s.reason ? html`<span class="reason" data-testid="step-reason">${reasonText(s.reason)}</span>` : null}
     ${s.error?.code ? html`<span class="cn-err">${s.error.code}</span>` : null}
+    ${HELD.has(s.status) && s.jobId ? html`<${Decide} jobId=${s.jobId} onDone=${(w) => onDecided(s.stepId, w)} onError=${onError} />` : null}
     <span class="cn-cost">${usd(s.costUsd)}</span></li>`)}</ol>`;
 }
 
 /** JobDetail is the selected job: what it needs, its result and outputs, and its steps —
  * instance by instance in a matrix job (only the selected instance when one is). */
-function JobDetail({ n, instance, stepId, onSelectStep }) {
+function JobDetail({ n, instance, stepId, onSelectStep, onDecided, onError }) {
   const insts = n.matrix ? n.instances.filter((i) => instance == null || i.instance === instance) : null;
   return html`<div class="stepdetail jobdetail" data-testid="job-detail" data-wfjob=${n.id}>
     <h3>Job ${n.name} ${n.name !== n.id ? html`<small>${n.id}</small>` : null} <${StatusBadge} status=${n.status} />
@@ -174,8 +175,8 @@ function JobDetail({ n, instance, stepId, onSelectStep }) {
       <span class="total">cost <b>${usd(n.costUsd)}</b></span>
     </div>
     ${insts ? insts.map((i) => html`<div class="instance" data-instance=${i.instance}><h4>Instance ${i.instance} <${StatusBadge} status=${i.status} /> <small>${usd(i.costUsd)}</small></h4>
-        <${JobSteps} steps=${i.steps} selected=${stepId} onSelect=${onSelectStep} /></div>`)
-      : html`<${JobSteps} steps=${n.steps} selected=${stepId} onSelect=${onSelectStep} />`}
+        <${JobSteps} steps=${i.steps} selected=${stepId} onSelect=${onSelectStep} onDecided=${onDecided} onError=${onError} /></div>`)
+      : html`<${JobSteps} steps=${n.steps} selected=${stepId} onSelect=${onSelectStep} onDecided=${onDecided} onError=${onError} />`}
     ${n.outputs && Object.keys(n.outputs).length ? html`<h4>Outputs</h4><pre class="output" data-testid="job-outputs">${JSON.stringify(n.outputs, null, 2)}</pre>` : null}
   </div>`;
 }
@@ -317,7 +318,8 @@ export function ChainView({ chainId }) {
     ${chain.error ? html`<div class="banner error"><strong>${chain.error.code || 'ERROR'}</strong> ${chain.error.message || ''}</div>` : null}
     ${wf ? html`
     <${WorkflowDag} chain=${chain} selected=${wsel} onSelect=${onSelectJob} />
-    ${wfJob ? html`<${JobDetail} n=${wfJob} instance=${wsel.instance} stepId=${wsel.stepId} onSelectStep=${(stepId) => setWsel({ ...wsel, stepId })} />`
+    ${wfJob ? html`<${JobDetail} n=${wfJob} instance=${wsel.instance} stepId=${wsel.stepId} onSelectStep=${(stepId) => setWsel({ ...wsel, stepId })}
+        onDecided=${onDecided} onError=${setError} />`
       : html`<p class="hint">Click a job to see its steps, and a step to see its run's span tree.</p>`}
     ${wfStep ? html`<${StepDetail} key=${wfStep.stepId} step=${wfStep} spans=${wfStep.jobId ? spans.current.get(wfStep.jobId) : null}
         onDecided=${onDecided} onError=${setError} />` : null}`
