@@ -6,11 +6,14 @@
 // the coordinator queue, as the executor does. The coordinator then records the end,
 // dispatches the next step through the pipeline and enqueues it — the work measured.
 //
-// Each chain is -steps sequential steps; -chains run at once. A transition is a chain
-// start or a step end. Also reported: the coordinator's own hand-off, from a step run's
+// Each chain is -steps sequential steps; -chains run at once. With -workflow the chain is
+// a workflow (package workflow) of -steps jobs one after another, each one step: the same
+// chain once compiled, whose transitions also decode the workflow's plan and evaluate its
+// Rules (if, with). A transition is a chain start or a step end. Also reported: the coordinator's own hand-off, from a step run's
 // end (its finished_at) to the next step's run being recorded (its created_at).
 //
 //	go run ./bench/cmd/coordbench -chains 50 -steps 20
+//	go run ./bench/cmd/coordbench -chains 50 -steps 20 -workflow
 package main
 
 import (
@@ -49,6 +52,7 @@ func main() {
 	redisPort := flag.Int("redis-port", 26384, "the bench's Redis port")
 	pprof := flag.String("pprof", "", "when set, the dispatcher serves Go's profiler there (SWITCHYARD_PPROF_ADDR)")
 	conc := flag.Int("concurrency", 0, "the coordinator's concurrency (SWITCHYARD_COORDINATOR_CONCURRENCY); 0: its default")
+	wf := flag.Bool("workflow", false, "run a workflow of -steps sequential jobs (one step each) instead of a chain skill")
 	flag.Parse()
 	var env []string
 	if *pprof != "" {
@@ -57,13 +61,13 @@ func main() {
 	if *conc > 0 {
 		env = append(env, fmt.Sprintf("SWITCHYARD_COORDINATOR_CONCURRENCY=%d", *conc))
 	}
-	if err := bench(*dir, *pgPort, *redisPort, *chains, *steps, *rounds, env); err != nil {
+	if err := bench(*dir, *pgPort, *redisPort, *chains, *steps, *rounds, *wf, env); err != nil {
 		fmt.Fprintln(os.Stderr, "coordbench:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(dir string, pgPort, redisPort, chains, steps, rounds int, env []string) error {
+func bench(dir string, pgPort, redisPort, chains, steps, rounds int, wf bool, env []string) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -96,11 +100,13 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int, env []strin
 	if err := db.QueryRow(ctx, `SELECT id FROM orgs WHERE slug = 'dev'`).Scan(&orgID); err != nil {
 		return err
 	}
-	def := definition(steps)
-	for _, s := range []skill.Skill{
-		{JobType: "cb_step", ExecutionType: "llm_only", Enabled: true},
-		{JobType: "cb_chain", ExecutionType: "chain", Enabled: true, Chain: def},
-	} {
+	chainSkill := skill.Skill{JobType: "cb_chain", ExecutionType: "chain", Enabled: true, Chain: definition(steps)}
+	kind, suffix := "chains", ""
+	if wf {
+		chainSkill.Chain, chainSkill.Workflow = nil, workflowFile(steps)
+		kind, suffix = "workflows", "/x"
+	}
+	for _, s := range []skill.Skill{{JobType: "cb_step", ExecutionType: "llm_only", Enabled: true}, chainSkill} {
 		if _, _, err := skill.Put(ctx, db, orgID, s, "coordbench"); err != nil {
 			return err
 		}
@@ -161,20 +167,20 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int, env []strin
 	close(ids)
 	n := chains * rounds
 	transitions := n * (steps + 1)
-	handoffs, err := handoffs(ctx, db)
+	handoffs, err := handoffs(ctx, db, suffix)
 	if err != nil {
 		return err
 	}
 	hs := stats.Summarize(handoffs)
 	usage := host1.Since(host0)
-	fmt.Printf("coordbench: %d chains of %d sequential steps, %d in flight; the bench plays the executor\n", n, steps, chains)
+	fmt.Printf("coordbench: %d %s of %d sequential steps, %d in flight; the bench plays the executor\n", n, kind, steps, chains)
 	fmt.Printf("transitions: %d in %.1f s = %.0f/s\n", transitions, elapsed.Seconds(), float64(transitions)/elapsed.Seconds())
 	fmt.Printf("dispatcher CPU: %.0f ms = %.3f ms per transition (machine busy %.0f%%)\n",
 		float64((cpu1 - cpu0).Milliseconds()), float64((cpu1-cpu0).Microseconds())/1000/float64(transitions),
 		usage.Busy*100)
 	fmt.Printf("coordinator hand-off (step run finished_at → next step run created_at): p50 %.2f ms, p99 %.2f ms, n %d\n",
 		ms(hs.P50), ms(hs.P99), hs.N)
-	out, _ := json.Marshal(map[string]any{"chains": n, "steps": steps, "in_flight": chains,
+	out, _ := json.Marshal(map[string]any{"chains": n, "steps": steps, "in_flight": chains, "workflow": wf,
 		"transitions_per_s":     float64(transitions) / elapsed.Seconds(),
 		"cpu_ms_per_transition": float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(transitions),
 		"handoff_p50_ms":        ms(hs.P50), "handoff_p99_ms": ms(hs.P99)})
@@ -200,6 +206,22 @@ func definition(n int) json.RawMessage {
 	}
 	b.WriteString(`]}`)
 	return json.RawMessage(b.String())
+}
+
+// workflowFile is a workflow of n jobs one after another (s0 … s<n-1>), each one step
+// (id x) calling cb_step with the same payload as definition's steps: its chain's step ids
+// are "s<i>/x".
+func workflowFile(n int) string {
+	var b strings.Builder
+	b.WriteString("name: cb_chain\non: workflow_dispatch\njobs:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  s%d:\n    runs-on: any\n", i)
+		if i > 0 {
+			fmt.Fprintf(&b, "    needs: s%d\n", i-1)
+		}
+		fmt.Fprintf(&b, "    steps:\n      - id: x\n        uses: ./skills/cb_step\n        with:\n          prompt: step %d\n", i)
+	}
+	return b.String()
 }
 
 func dispatch(ctx context.Context, c *http.Client, url, key string) (string, error) {
@@ -246,12 +268,13 @@ func waitEnd(ctx context.Context, db *pgxpool.Pool, id string) error {
 }
 
 // handoffs reads, for every step run after the first of each chain, the time from its
-// predecessor's end to its own creation.
-func handoffs(ctx context.Context, db *pgxpool.Pool) ([]time.Duration, error) {
+// predecessor's end to its own creation. Step i is "s<i><suffix>".
+func handoffs(ctx context.Context, db *pgxpool.Pool, suffix string) ([]time.Duration, error) {
 	rows, err := db.Query(ctx, `SELECT extract(epoch FROM (n.created_at - p.finished_at)) * 1e6
 		FROM chain_steps ps JOIN runs p ON p.id = ps.run_id
-		JOIN chain_steps ns ON ns.chain_id = ps.chain_id AND ns.step_id = 's' || (substr(ps.step_id, 2)::int + 1)
-		JOIN runs n ON n.id = ns.run_id`)
+		JOIN chain_steps ns ON ns.chain_id = ps.chain_id
+			AND ns.step_id = 's' || (substring(ps.step_id FROM '^s([0-9]+)')::int + 1) || $1
+		JOIN runs n ON n.id = ns.run_id`, suffix)
 	if err != nil {
 		return nil, err
 	}

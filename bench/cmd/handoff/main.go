@@ -13,6 +13,11 @@
 //	            sim-llm at zero latency; a chain skill of three llm_only steps dispatched
 //	            through POST /api/v1/dispatch. A hand-off is the next step's runs.started_at
 //	            (its claim by the executor) − the previous step's runs.finished_at.
+//	switchyard-wf-jobs, switchyard-wf-steps
+//	            the same platform (one for all three switchyard systems) running workflows
+//	            (issue 21) of the same three demo_llm calls: three one-step jobs one after
+//	            another (a hand-off between jobs), or one job of three steps (between steps
+//	            of a job). Measured as the chain is: a workflow compiles to one.
 //
 // It prints one JSON line per system, level and round, then one per system and level over
 // all rounds (round 0), on stdout, and a human summary on stderr. bench/cmd/handoff/run.sh
@@ -42,7 +47,9 @@ func main() {
 	rounds := flag.Int("rounds", 2, "rounds; each runs every level on every system, the systems' order alternating")
 	warmup := flag.Int("warmup", 20, "chains run first in each phase and not counted")
 	systems := flag.String("systems", "temporal,temporal-tuned,switchyard", "systems to measure, comma-separated: "+
-		"temporal (the dev server as it starts), temporal-tuned (its documented latency knobs, see tunedFlags), switchyard")
+		"temporal (the dev server as it starts), temporal-tuned (its documented latency knobs, see tunedFlags), switchyard "+
+		"(a chain skill), switchyard-wf-jobs (a workflow of three one-step jobs), switchyard-wf-steps (a workflow of one "+
+		"three-step job); the switchyard systems share one platform")
 	temporalServer := flag.String("temporal-server", "", "the Temporal CLI binary (`temporal server start-dev` is started with it)")
 	temporalBench := flag.String("temporal-bench", "", "the temporalhandoff binary (bench/temporal)")
 	temporalFlags := flag.String("temporal-flags", "", "extra `temporal server start-dev` flags for both Temporal systems, space-separated "+
@@ -141,6 +148,7 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var sys []system
+	var plat *platform // the switchyard systems' one platform
 	defer func() {
 		for _, s := range sys {
 			s.Close()
@@ -153,10 +161,15 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 			s, err = startTemporal(ctx, "temporal", temporalServer, temporalBench, temporalFlags)
 		case "temporal-tuned":
 			s, err = startTemporal(ctx, "temporal-tuned", temporalServer, temporalBench, append(slices.Clone(tunedFlags), temporalFlags...))
-		case "switchyard":
-			s, err = startSwitchyard(ctx, bin, slots)
+		case "switchyard", "switchyard-wf-jobs", "switchyard-wf-steps":
+			if plat == nil {
+				if plat, err = startSwitchyard(ctx, bin, slots); err != nil {
+					return err
+				}
+			}
+			s = plat.system(strings.TrimSpace(name))
 		default:
-			err = fmt.Errorf("-systems: unknown system %q (temporal, temporal-tuned, switchyard)", name)
+			err = fmt.Errorf("-systems: unknown system %q (temporal, temporal-tuned, switchyard, switchyard-wf-jobs, switchyard-wf-steps)", name)
 		}
 		if err != nil {
 			return err
@@ -184,11 +197,11 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 				if err := enc.Encode(res); err != nil {
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "round %d  %-10s %3d in flight  %4d chains  hand-off %s  %.0f chains/s  cpu %.2f ms/chain  host busy %.0f%% steal %.0f%% load %.1f\n",
+				fmt.Fprintf(os.Stderr, "round %d  %-19s %3d in flight  %4d chains  hand-off %s  %.0f chains/s  cpu %.2f ms/chain  host busy %.0f%% steal %.0f%% load %.1f\n",
 					r, s.Name(), l.inflight, l.chains, stats.Summarize(smp.handoffs), res.ChainsPerS, res.CPUMSPerChain,
 					100*res.HostBusy, 100*res.HostSteal, res.Load1)
 				for _, name := range slices.Sorted(maps.Keys(smp.parts)) {
-					fmt.Fprintf(os.Stderr, "         %-10s part %-11s %s\n", "", name, stats.Summarize(smp.parts[name]))
+					fmt.Fprintf(os.Stderr, "         %-19s part %-11s %s\n", "", name, stats.Summarize(smp.parts[name]))
 				}
 				k := key{s.Name(), l}
 				if _, ok := all[k]; !ok {
@@ -198,13 +211,13 @@ func run(levelSpec string, rounds, warmup int, names []string, temporalServer, t
 			}
 		}
 	}
-	fmt.Fprintln(os.Stderr, "\nall rounds       in flight  hand-offs     p50       p90       p99       max")
+	fmt.Fprintln(os.Stderr, "\nall rounds          in flight  hand-offs     p50       p90       p99       max")
 	for _, k := range order {
 		res := summarize(k.system, 0, k.level, all[k])
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "%-16s %9d  %9d  %7.2fms %7.2fms %7.2fms %7.2fms\n",
+		fmt.Fprintf(os.Stderr, "%-19s %9d  %9d  %7.2fms %7.2fms %7.2fms %7.2fms\n",
 			k.system, k.level.inflight, res.Handoffs, res.P50MS, res.P90MS, res.P99MS, res.MaxMS)
 	}
 	return nil

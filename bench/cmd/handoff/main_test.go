@@ -55,7 +55,7 @@ func TestStepHandoffsReadTheStepsLatestRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := stepHandoffs(ctx, pool, []string{chain})
+	got, err := stepHandoffs(ctx, pool, []string{chain}, switchyardSystems["switchyard"].pairs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,23 +24,99 @@ import (
 // demo_llm call to sim-llm at zero latency), dispatched like any chain.
 const chainSkill = "bench_handoff_chain"
 
-// switchyard is every service of `make run` through the process harness, on a fresh
-// database and Redis database of the test servers.
+// The bench's workflows (issue 21), registered beside the chain and run on the same
+// platform: three jobs one after another, each one step (a hand-off between jobs), and
+// one job of three steps (a hand-off between steps of a job); every step the chain's
+// demo_llm call.
+const (
+	jobsWorkflow  = "bench_handoff_wf_jobs"
+	stepsWorkflow = "bench_handoff_wf_steps"
+)
+
+var benchWorkflows = map[string]string{
+	jobsWorkflow: `name: bench_handoff_wf_jobs
+on: workflow_dispatch
+jobs:
+  j1:
+    runs-on: any
+    steps:
+      - {id: s, uses: ./skills/demo_llm, with: {prompt: Step s1}}
+  j2:
+    runs-on: any
+    needs: j1
+    steps:
+      - {id: s, uses: ./skills/demo_llm, with: {prompt: Step s2}}
+  j3:
+    runs-on: any
+    needs: j2
+    steps:
+      - {id: s, uses: ./skills/demo_llm, with: {prompt: Step s3}}
+`,
+	stepsWorkflow: `name: bench_handoff_wf_steps
+on: workflow_dispatch
+jobs:
+  j:
+    runs-on: any
+    steps:
+      - {id: s1, uses: ./skills/demo_llm, with: {prompt: Step s1}}
+      - {id: s2, uses: ./skills/demo_llm, with: {prompt: Step s2}}
+      - {id: s3, uses: ./skills/demo_llm, with: {prompt: Step s3}}
+`,
+}
+
+// switchyardSystems are the Switchyard systems: each a skill of three sequential steps
+// on the one platform, and the chain step ids of its two hand-offs.
+var switchyardSystems = map[string]struct {
+	jobType string
+	pairs   [][2]string
+}{
+	"switchyard":          {chainSkill, [][2]string{{"s1", "s2"}, {"s2", "s3"}}},
+	"switchyard-wf-jobs":  {jobsWorkflow, [][2]string{{"j1/s", "j2/s"}, {"j2/s", "j3/s"}}},
+	"switchyard-wf-steps": {stepsWorkflow, [][2]string{{"j/s1", "j/s2"}, {"j/s2", "j/s3"}}},
+}
+
+// switchyard is one of switchyardSystems on the platform.
 type switchyard struct {
-	h    *harness.Harness
-	http *http.Client // many connections: up to 200 dispatches at once
-	dir  string
-	drop func()
+	*platform
+	name, jobType string
+	pairs         [][2]string
+}
+
+func (s *switchyard) Name() string { return s.name }
+
+// Close stops the platform once every system on it is closed.
+func (s *switchyard) Close() {
+	s.users--
+	if s.users == 0 {
+		s.platform.Close()
+	}
+}
+
+// platform is every service of `make run` through the process harness, on a fresh
+// database and Redis database of the test servers.
+type platform struct {
+	h     *harness.Harness
+	http  *http.Client // many connections: up to 200 dispatches at once
+	dir   string
+	drop  func()
+	users int
+}
+
+// system is the Switchyard system name on the platform.
+func (p *platform) system(name string) *switchyard {
+	sys := switchyardSystems[name]
+	p.users++
+	return &switchyard{platform: p, name: name, jobType: sys.jobType, pairs: sys.pairs}
 }
 
 // startSwitchyard starts the platform; the default queue gets concurrency slots, as a
 // Temporal worker has 1,000 activity slots by default (worker.Options{}).
-func startSwitchyard(ctx context.Context, bin string, concurrency int) (_ *switchyard, err error) {
+func startSwitchyard(ctx context.Context, bin string, concurrency int) (_ *platform, err error) {
 	dir, err := os.MkdirTemp("", "handoff")
 	if err != nil {
 		return nil, err
 	}
-	s := &switchyard{dir: dir, drop: func() {},
+	s := &platform{dir: dir, drop: func() {},
 		http: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512}}}
 	defer func() {
 		if err != nil {
@@ -89,10 +165,16 @@ func startSwitchyard(ctx context.Context, bin string, concurrency int) (_ *switc
 	if err := s.h.Admin(ctx, http.MethodPut, "/api/v1/skills/"+chainSkill, skill, nil); err != nil {
 		return nil, err
 	}
+	for jobType, src := range benchWorkflows {
+		wf := map[string]any{"job_type": jobType, "description": "Hand-off benchmark: a workflow of three steps in a row.",
+			"execution_type": "chain", "queue": "default", "risk_level": "minimal", "data_residency": "any",
+			"timeout_seconds": 300, "workflow": src}
+		if err := s.h.Admin(ctx, http.MethodPut, "/api/v1/skills/"+jobType, wf, nil); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
-
-func (s *switchyard) Name() string { return "switchyard" }
 
 func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ string) (sample, error) {
 	pids := append(append(append(s.h.PIDs(harness.Dispatcher), s.h.PIDs(harness.Executor)...),
@@ -114,7 +196,7 @@ func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ strin
 	if err != nil {
 		return sample{}, err
 	}
-	smp, err := stepHandoffs(ctx, s.h.DB, chains)
+	smp, err := stepHandoffs(ctx, s.h.DB, chains, s.pairs)
 	smp.cpu = cpuAfter - cpuBefore
 	return smp, err
 }
@@ -146,7 +228,7 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 		ChainID string `json:"chainId"`
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.h.DispatcherURL+"/api/v1/dispatch",
-		strings.NewReader(`{"job_type":"`+chainSkill+`","payload":{}}`))
+		strings.NewReader(`{"job_type":"`+s.jobType+`","payload":{}}`))
 	if err != nil {
 		return "", err
 	}
@@ -162,7 +244,7 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusAccepted {
-		return "", fmt.Errorf("dispatching %s: %s: %s", chainSkill, resp.Status, raw)
+		return "", fmt.Errorf("dispatching %s: %s: %s", s.jobType, resp.Status, raw)
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return "", err
@@ -180,12 +262,13 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 	return res.ChainID, nil
 }
 
-// stepHandoffs reads the chains' steps from Postgres: for each chain, s2's run started_at
-// − s1's run finished_at and s3's − s2's (the latest attempt's run of each step, the one
+// stepHandoffs reads the chains' steps from Postgres: for each chain and each pair of
+// steps (for the chain, s1 → s2 and s2 → s3), the second's run started_at − the first's
+// run finished_at (the latest attempt's run of each step, the one
 // chain_steps names), each split at the next run's created_at into "coordinator" (the
 // report reaching the coordinator, which dispatches the next step) and "pickup" (its
 // queue transit to an executor's claim).
-func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) (sample, error) {
+func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string, pairs [][2]string) (sample, error) {
 	rows, err := db.Query(ctx, `SELECT cs.chain_id::text, cs.step_id, r.created_at, r.started_at, r.finished_at
 		FROM chain_steps cs JOIN runs r ON r.id = cs.run_id
 		WHERE cs.chain_id = ANY($1::uuid[]) AND cs.instance = -1`, chains)
@@ -212,7 +295,7 @@ func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) (sampl
 	out := sample{parts: map[string][]time.Duration{}}
 	for _, c := range chains {
 		st := steps[c]
-		for _, pair := range [][2]string{{"s1", "s2"}, {"s2", "s3"}} {
+		for _, pair := range pairs {
 			prev, next := st[pair[0]], st[pair[1]]
 			if prev.end == nil || next.start == nil || next.created == nil {
 				return sample{}, fmt.Errorf("chain %s: step %s or %s has no run times", c, pair[0], pair[1])
@@ -225,7 +308,7 @@ func stepHandoffs(ctx context.Context, db *pgxpool.Pool, chains []string) (sampl
 	return out, nil
 }
 
-func (s *switchyard) Close() {
+func (s *platform) Close() {
 	if s.h != nil {
 		s.h.Close()
 	}

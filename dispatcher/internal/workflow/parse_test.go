@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/rhysd/actionlint"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 )
@@ -250,9 +252,9 @@ func TestPermissionsAreAccepted(t *testing.T) {
 	require.Empty(t, problems)
 }
 
-// BenchmarkParse200Jobs: parse and validate a workflow of 200 jobs (a chain of 100 and a
-// fan-out of 100 joined by the last), the size the issue measures.
-func BenchmarkParse200Jobs(b *testing.B) {
+// workflow200 is a workflow of 200 jobs (a chain of 100 and a fan-out of 100 joined by
+// the last), the size the issue measures.
+func workflow200() []byte {
 	var sb strings.Builder
 	sb.WriteString("name: big\non:\n  workflow_dispatch:\n    inputs:\n      topic: {type: string, required: true}\njobs:\n")
 	for i := range 200 {
@@ -266,13 +268,79 @@ func BenchmarkParse200Jobs(b *testing.B) {
 		fmt.Fprintf(&sb, "    outputs:\n      text: ${{ steps.s.outputs.result }}\n    steps:\n      - id: s\n        uses: ./skills/demo_llm\n"+
 			"        with:\n          prompt: \"Step %d on ${{ inputs.topic }}\"\n", i)
 	}
-	src := []byte(sb.String())
-	opts := workflow.Options{RunnerLabels: []string{"default"}, KnownSkill: func(string) bool { return true }}
-	if _, problems := workflow.Parse(src, opts); len(problems) > 0 {
+	return []byte(sb.String())
+}
+
+var opts200 = workflow.Options{RunnerLabels: []string{"default"}, KnownSkill: func(string) bool { return true }}
+
+// parsed200 is workflow200 parsed and compiled, and its chain definition as the
+// coordinator stores it.
+func parsed200(b *testing.B) (*workflow.Workflow, *chain.Definition, []byte) {
+	wf, problems := workflow.Parse(workflow200(), opts200)
+	if len(problems) > 0 {
+		b.Fatal(problems)
+	}
+	def, errs := workflow.Compile(wf, json.RawMessage(`{"topic":"bench"}`))
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	stored, err := json.Marshal(def)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return wf, def, stored
+}
+
+// BenchmarkParse200Jobs: parse and validate a workflow of 200 jobs (actionlint's checks
+// and the platform's).
+func BenchmarkParse200Jobs(b *testing.B) {
+	src := workflow200()
+	if _, problems := workflow.Parse(src, opts200); len(problems) > 0 {
 		b.Fatal(problems)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		workflow.Parse(src, opts)
+		workflow.Parse(src, opts200)
+	}
+}
+
+// BenchmarkCompile200Jobs: compile the parsed 200-job workflow with a run's inputs into
+// its chain definition (once per run).
+func BenchmarkCompile200Jobs(b *testing.B) {
+	wf, _, _ := parsed200(b)
+	in := json.RawMessage(`{"topic":"bench"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, errs := workflow.Compile(wf, in); errs != nil {
+			b.Fatal(errs)
+		}
+	}
+}
+
+// BenchmarkNewRules200Jobs: decode the 200-job plan into its Rules, as the coordinator
+// does on every transition of the workflow's chain.
+func BenchmarkNewRules200Jobs(b *testing.B) {
+	_, def, _ := parsed200(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := workflow.NewRules(def); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecode200Jobs: what the coordinator decodes of a 200-job workflow's chain on
+// every transition: the stored definition (chain.Parse) and then its Rules.
+func BenchmarkDecode200Jobs(b *testing.B) {
+	_, _, stored := parsed200(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		def, errs := chain.Parse(stored, nil)
+		if errs != nil {
+			b.Fatal(errs)
+		}
+		if _, err := workflow.NewRules(def); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
