@@ -75,6 +75,8 @@ type Coordinator struct {
 	// Rules gives a definition compiled from a workflow its Rules (package workflow).
 	Rules RulesFunc
 	Log   *slog.Logger
+
+	decoded decodedCache // each chain's definition and Rules, decoded once (decoded.go)
 }
 
 // ProcessTask handles one coordinator task; an error hands it back to asynq to retry. A
@@ -245,20 +247,12 @@ func (c *Coordinator) transition(ctx context.Context, chainID string, fn func(*t
 		if err != nil {
 			return err
 		}
-		st, err := state(ch, rows)
+		def, rules, err := c.decode(ch)
 		if err != nil {
 			return err
 		}
 		t = &tx{c: c, ctx: ctx, rs: rs}
-		t.e = &Engine{S: st, Hooks: t}
-		if st.Def.Workflow != nil {
-			if c.Rules == nil {
-				return fmt.Errorf("%w: chain %s is a workflow and this coordinator has no workflow rules", errUnreadable, chainID)
-			}
-			if t.e.Rules, err = c.Rules(st.Def); err != nil {
-				return fmt.Errorf("%w: chain %s: %w", errUnreadable, chainID, err)
-			}
-		}
+		t.e = &Engine{S: state(ch, def, rows), Hooks: t, Rules: rules}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -274,6 +268,9 @@ func (c *Coordinator) transition(ctx context.Context, chainID string, fn func(*t
 	if err != nil {
 		return err
 	}
+	if t.e.S.Status != apitypes.ChainRunning {
+		c.forget(chainID)
+	}
 	t.afterCommit()
 	return nil
 }
@@ -281,18 +278,14 @@ func (c *Coordinator) transition(ctx context.Context, chainID string, fn func(*t
 // errUnreadable marks a chain whose stored definition no longer parses: retrying cannot help.
 var errUnreadable = errors.New("the stored chain definition does not parse")
 
-// state turns the stored chain into the engine's.
-func state(ch runstore.Chain, rows []runstore.ChainStep) (*State, error) {
-	def, errs := Parse(ch.Definition, nil)
-	if errs != nil {
-		return nil, fmt.Errorf("%w: chain %s: %s", errUnreadable, ch.ID, errs[0].Message)
-	}
+// state turns the stored chain, its definition decoded, into the engine's.
+func state(ch runstore.Chain, def *Definition, rows []runstore.ChainStep) *State {
 	s := &State{ID: ch.ID, OrgID: ch.OrgID, ParentRunID: ch.ParentRunID, JobType: ch.JobType, Status: ch.Status,
 		Input: ch.Input, Def: def, TraceID: ch.TraceID, UserID: ch.UserID, Priority: ch.Priority, CreatedAt: ch.CreatedAt, DeadlineAt: ch.DeadlineAt, Error: ch.Error}
 	for _, r := range rows {
 		s.Steps = append(s.Steps, &StepRow{ChainStep: r})
 	}
-	return s, nil
+	return s
 }
 
 // Dispatch governs a step and lays out its run under a new chain_step span.

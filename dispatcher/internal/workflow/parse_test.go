@@ -343,4 +343,5 @@ func BenchmarkDecode200Jobs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(stored)), "def-bytes")
 }
