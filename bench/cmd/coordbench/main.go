@@ -7,13 +7,14 @@
 // dispatches the next step through the pipeline and enqueues it — the work measured.
 //
 // Each chain is -steps sequential steps; -chains run at once. With -workflow the chain is
-// a workflow (package workflow) of -steps jobs one after another, each one step: the same
-// chain once compiled, whose transitions also decode the workflow's plan and evaluate its
-// Rules (if, with). A transition is a chain start or a step end. Also reported: the coordinator's own hand-off, from a step run's
+// a workflow (package workflow) of the same steps: -workflow jobs, -steps jobs one after
+// another, each one step; -workflow steps, one job of -steps steps. Either compiles to the
+// same chain, whose transitions also decode the workflow's plan and evaluate its Rules
+// (if, with). A transition is a chain start or a step end. Also reported: the coordinator's own hand-off, from a step run's
 // end (its finished_at) to the next step's run being recorded (its created_at).
 //
 //	go run ./bench/cmd/coordbench -chains 50 -steps 20
-//	go run ./bench/cmd/coordbench -chains 50 -steps 20 -workflow
+//	go run ./bench/cmd/coordbench -chains 50 -steps 20 -workflow jobs
 package main
 
 import (
@@ -52,7 +53,8 @@ func main() {
 	redisPort := flag.Int("redis-port", 26384, "the bench's Redis port")
 	pprof := flag.String("pprof", "", "when set, the dispatcher serves Go's profiler there (SWITCHYARD_PPROF_ADDR)")
 	conc := flag.Int("concurrency", 0, "the coordinator's concurrency (SWITCHYARD_COORDINATOR_CONCURRENCY); 0: its default")
-	wf := flag.Bool("workflow", false, "run a workflow of -steps sequential jobs (one step each) instead of a chain skill")
+	wf := flag.String("workflow", "", "run a workflow instead of a chain skill: jobs (-steps jobs of one step, one after "+
+		"another) or steps (one job of -steps steps)")
 	flag.Parse()
 	var env []string
 	if *pprof != "" {
@@ -67,7 +69,7 @@ func main() {
 	}
 }
 
-func bench(dir string, pgPort, redisPort, chains, steps, rounds int, wf bool, env []string) error {
+func bench(dir string, pgPort, redisPort, chains, steps, rounds int, wf string, env []string) error {
 	ctx := context.Background()
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -101,10 +103,19 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int, wf bool, en
 		return err
 	}
 	chainSkill := skill.Skill{JobType: "cb_chain", ExecutionType: "chain", Enabled: true, Chain: definition(steps)}
-	kind, suffix := "chains", ""
-	if wf {
-		chainSkill.Chain, chainSkill.Workflow = nil, workflowFile(steps)
-		kind, suffix = "workflows", "/x"
+	kind, prefix, suffix := "chains", "", ""
+	switch wf {
+	case "":
+	case "jobs", "steps":
+		chainSkill.Chain, chainSkill.Workflow = nil, workflowFile(steps, wf == "steps")
+		kind = "workflows (" + wf + ")"
+		if wf == "jobs" {
+			suffix = "/x"
+		} else {
+			prefix = "j/"
+		}
+	default:
+		return fmt.Errorf("-workflow: %q is neither jobs nor steps", wf)
 	}
 	for _, s := range []skill.Skill{{JobType: "cb_step", ExecutionType: "llm_only", Enabled: true}, chainSkill} {
 		if _, _, err := skill.Put(ctx, db, orgID, s, "coordbench"); err != nil {
@@ -167,7 +178,7 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int, wf bool, en
 	close(ids)
 	n := chains * rounds
 	transitions := n * (steps + 1)
-	handoffs, err := handoffs(ctx, db, suffix)
+	handoffs, err := handoffs(ctx, db, prefix, suffix)
 	if err != nil {
 		return err
 	}
@@ -208,12 +219,19 @@ func definition(n int) json.RawMessage {
 	return json.RawMessage(b.String())
 }
 
-// workflowFile is a workflow of n jobs one after another (s0 … s<n-1>), each one step
-// (id x) calling cb_step with the same payload as definition's steps: its chain's step ids
-// are "s<i>/x".
-func workflowFile(n int) string {
+// workflowFile is a workflow of n steps calling cb_step with the same payload as
+// definition's: n jobs one after another (s0 … s<n-1>), each one step (id x), whose chain
+// step ids are "s<i>/x"; or, oneJob, a job j of the steps s0 … s<n-1> ("j/s<i>").
+func workflowFile(n int, oneJob bool) string {
 	var b strings.Builder
 	b.WriteString("name: cb_chain\non: workflow_dispatch\njobs:\n")
+	if oneJob {
+		b.WriteString("  j:\n    runs-on: any\n    steps:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "      - id: s%d\n        uses: ./skills/cb_step\n        with:\n          prompt: step %d\n", i, i)
+		}
+		return b.String()
+	}
 	for i := range n {
 		fmt.Fprintf(&b, "  s%d:\n    runs-on: any\n", i)
 		if i > 0 {
@@ -268,13 +286,13 @@ func waitEnd(ctx context.Context, db *pgxpool.Pool, id string) error {
 }
 
 // handoffs reads, for every step run after the first of each chain, the time from its
-// predecessor's end to its own creation. Step i is "s<i><suffix>".
-func handoffs(ctx context.Context, db *pgxpool.Pool, suffix string) ([]time.Duration, error) {
+// predecessor's end to its own creation. Step i is "<prefix>s<i><suffix>".
+func handoffs(ctx context.Context, db *pgxpool.Pool, prefix, suffix string) ([]time.Duration, error) {
 	rows, err := db.Query(ctx, `SELECT extract(epoch FROM (n.created_at - p.finished_at)) * 1e6
 		FROM chain_steps ps JOIN runs p ON p.id = ps.run_id
 		JOIN chain_steps ns ON ns.chain_id = ps.chain_id
-			AND ns.step_id = 's' || (substring(ps.step_id FROM '^s([0-9]+)')::int + 1) || $1
-		JOIN runs n ON n.id = ns.run_id`, suffix)
+			AND ns.step_id = $1 || 's' || (substring(ps.step_id FROM '^' || $1 || 's([0-9]+)')::int + 1) || $2
+		JOIN runs n ON n.id = ns.run_id`, prefix, suffix)
 	if err != nil {
 		return nil, err
 	}
