@@ -204,32 +204,32 @@ type decisionEntry struct {
 // Approval implements tier.Env. The first time a step asks, the pause is journaled (its
 // time is the journal row's) and the answer is Pending; on resume the newest review of the
 // run written after the pause decides, and the decision is journaled.
-func (x *execution) Approval(ctx context.Context, step string, held []tier.Held) (tier.Decision, error) {
+func (x *execution) Approval(ctx context.Context, step string, held []tier.Held) (tier.Review, error) {
 	var d decisionEntry
 	if ok, err := x.journaled(ctx, step+"/decision", &d); err != nil || ok {
-		return d.Decision, err
+		return tier.Review{Decision: d.Decision, Reason: d.Reason}, err
 	}
 	var pause approvalEntry
 	pausedAt, ok, err := x.runs().Journaled(ctx, x.run.ID, step, &pause)
 	if err != nil {
-		return "", err
+		return tier.Review{}, err
 	}
 	if !ok {
 		sp := x.StartSpan(ctx, x.run.ID, span.GovernanceReview, "approval of tool calls",
 			map[string]any{"step": step, "tools": heldTools(held)})
 		if _, err := x.journal(ctx, step, "decision",
 			approvalEntry{Held: held, ReviewSpan: sp.ID, Attempt: x.attempt}); err != nil {
-			return "", err
+			return tier.Review{}, err
 		}
-		return tier.Pending, nil
+		return tier.Review{Decision: tier.Pending}, nil
 	}
 	rv, found, err := latestReview(ctx, x.DB, x.run.ID, pausedAt)
 	if err != nil || !found {
-		return tier.Pending, err
+		return tier.Review{Decision: tier.Pending}, err
 	}
 	d = decisionEntry{Decision: tier.Decision(rv.Decision), Reviewer: rv.Reviewer, Reason: rv.Reason}
 	if _, err := x.journal(ctx, step+"/decision", "decision", d); err != nil {
-		return "", err
+		return tier.Review{}, err
 	}
 	if pause.ReviewSpan != "" {
 		sp := span.Start(x.run.ID, x.run.OrgID, x.run.TraceID, x.run.ID, span.GovernanceReview, "approval of tool calls")
@@ -242,7 +242,7 @@ func (x *execution) Approval(ctx context.Context, step string, held []tier.Held)
 			Set("reviewer", d.Reviewer), st)
 	}
 	x.log.Info("tool calls reviewed", "step", step, "decision", d.Decision, "reviewer", d.Reviewer)
-	return d.Decision, nil
+	return tier.Review{Decision: d.Decision, Reason: d.Reason}, nil
 }
 
 func heldTools(held []tier.Held) []string {

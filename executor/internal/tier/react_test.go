@@ -30,11 +30,18 @@ type scriptEnv struct {
 	// gate, when set, blocks every tool call until as many calls as it holds are running.
 	gate *sync.WaitGroup
 
+	recorder
 	mu       sync.Mutex
 	requests []openai.ChatCompletionRequest
 	steps    []string
+}
+
+// recorder is the spans and events part of the fake Envs: it keeps what a tier records.
+type recorder struct {
+	rmu      sync.Mutex
 	spans    []*span.Span
 	events   []string
+	eventsOf map[string][]map[string]any
 }
 
 func (e *scriptEnv) Chat(_ context.Context, step, parent string, req openai.ChatCompletionRequest) (*routerclient.Answer, error) {
@@ -51,24 +58,33 @@ func (e *scriptEnv) Chat(_ context.Context, step, parent string, req openai.Chat
 	return a, nil
 }
 
-func (e *scriptEnv) StartSpan(_ context.Context, parent string, typ span.Type, name string, attrs map[string]any) *span.Span {
+func (e *recorder) StartSpan(_ context.Context, parent string, typ span.Type, name string, attrs map[string]any) *span.Span {
 	s := span.Start("run", "org", "trace", parent, typ, name)
 	for k, v := range attrs {
 		s.Set(k, v)
 	}
-	e.mu.Lock()
+	e.rmu.Lock()
 	e.spans = append(e.spans, s)
-	e.mu.Unlock()
+	e.rmu.Unlock()
 	return s
 }
-func (e *scriptEnv) StepSpan(ctx context.Context, parent string, typ span.Type, name, step string, attrs map[string]any) *span.Span {
+func (e *recorder) StepSpan(ctx context.Context, parent string, typ span.Type, name, step string, attrs map[string]any) *span.Span {
 	return e.StartSpan(ctx, parent, typ, name, attrs).Set("step", step)
 }
-func (e *scriptEnv) EndSpan(context.Context, *span.Span, span.Status) {}
-func (e *scriptEnv) Event(_ context.Context, typ string, _ any) {
-	e.mu.Lock()
+func (e *recorder) EndSpan(context.Context, *span.Span, span.Status) {}
+
+// Event keeps the event's type and its data as a client reads it (JSON).
+func (e *recorder) Event(_ context.Context, typ string, data any) {
+	b, _ := json.Marshal(data)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	if e.eventsOf == nil {
+		e.eventsOf = map[string][]map[string]any{}
+	}
 	e.events = append(e.events, typ)
-	e.mu.Unlock()
+	e.eventsOf[typ] = append(e.eventsOf[typ], m)
 }
 func (e *scriptEnv) Tools(context.Context) ([]tool.Tool, error) { return e.tools, nil }
 func (e *scriptEnv) CallTool(_ context.Context, step, _ string, t tool.Tool, c openai.ToolCall) (string, error) {
@@ -88,8 +104,8 @@ func (e *scriptEnv) CallTool(_ context.Context, step, _ string, t tool.Tool, c o
 	e.mu.Unlock()
 	return t.Name + " says " + c.Function.Arguments, nil
 }
-func (e *scriptEnv) Approval(context.Context, string, []Held) (Decision, error) {
-	return e.decision, nil
+func (e *scriptEnv) Approval(context.Context, string, []Held) (Review, error) {
+	return Review{Decision: e.decision}, nil
 }
 func (e *scriptEnv) CheckCancel(context.Context) error { return nil }
 

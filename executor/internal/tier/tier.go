@@ -58,7 +58,7 @@ type Env interface {
 	CallTool(ctx context.Context, step, parentSpanID string, t tool.Tool, call openai.ToolCall) (string, error)
 	// Approval returns the reviewers' decision on the calls held under step. Pending means
 	// no decision yet: the runner pauses the run (pending_review) when the tier returns.
-	Approval(ctx context.Context, step string, held []Held) (Decision, error)
+	Approval(ctx context.Context, step string, held []Held) (Review, error)
 	// CheckCancel returns ErrCancelled when cancellation of the run was requested.
 	CheckCancel(ctx context.Context) error
 }
@@ -68,6 +68,13 @@ type Held struct {
 	Tool      string          `json:"tool"`
 	CallID    string          `json:"call_id"`
 	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Review is a reviewer's answer to held tool calls: the decision and, for a rejection, the
+// reason the reviewer gave (which the autonomous tier hands the agent as the tool result).
+type Review struct {
+	Decision Decision
+	Reason   string
 }
 
 // Decision is a reviewer's answer to held tool calls.
