@@ -37,6 +37,11 @@ func Parse(b []byte) (Skill, error) {
 	if s.Autonomous, err = toJSON(y.Autonomous); err != nil {
 		return Skill{}, fmt.Errorf("autonomous: %w", err)
 	}
+	if s.ExecutionType == "autonomous" {
+		if _, problems := ParseAutonomous(s.Autonomous, s.Tools); len(problems) > 0 {
+			return Skill{}, fmt.Errorf("parsing skill: %s %s", problems[0].Field, problems[0].Message)
+		}
+	}
 	s.Defaults()
 	return s, nil
 }

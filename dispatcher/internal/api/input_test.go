@@ -281,6 +281,36 @@ func TestChainSkillIsValidatedWhenSaved(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code, res)
 }
 
+// TestAutonomousSkillIsValidatedWhenSaved: the autonomous block is checked when saved, each
+// problem named by its field, and belongs to autonomous skills only.
+func TestAutonomousSkillIsValidatedWhenSaved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.newKey(auth.RoleAdmin)
+	code, res := b.do(admin, http.MethodPut, "/api/v1/skills/t_agent", `{"job_type":"t_agent","execution_type":"autonomous",
+		"tools":["demo_search"],"autonomous":{"max_steps":5000,"max_replans":-1,"require_approval_for":["demo_search","rm_rf"],
+		"approval_timeout":"2 days"}}`)
+	rules, msgs := fields(t, code, res)
+	delete(rules, "tools[0]") // whether the test database registers the tool is not the point
+	require.Equal(t, map[string]string{"autonomous.max_steps": "range", "autonomous.max_replans": "range",
+		"autonomous.require_approval_for[1]": "subset", "autonomous.approval_timeout": "duration"}, rules)
+	require.Contains(t, msgs["autonomous.require_approval_for[1]"], `"rm_rf" is not one of the skill's tools`)
+
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_agent", `{"job_type":"t_agent","execution_type":"autonomous",
+		"autonomous":{"max_stepz":3}}`)
+	rules, _ = fields(t, code, res)
+	require.Equal(t, map[string]string{"autonomous.max_stepz": "unknown"}, rules)
+
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_llm", `{"job_type":"t_llm","execution_type":"llm_only",
+		"autonomous":{"max_steps":3}}`)
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["autonomous"], "execution_type autonomous")
+
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_agent", `{"job_type":"t_agent","execution_type":"autonomous",
+		"autonomous":{"max_steps":5,"approval_timeout":"72h"}}`)
+	require.Equal(t, http.StatusCreated, code, res)
+}
+
 // TestWorkflowSkillIsValidatedWhenSaved: a chain skill written as a workflow is checked
 // when saved — a problem names its line and column — and carries a workflow or a chain
 // block, not both, and only as execution_type chain.

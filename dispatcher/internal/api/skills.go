@@ -115,6 +115,14 @@ func (s *Server) checkSkillRefs(c echo.Context, sk skill.Skill) error {
 		fields = append(fields, dispatch.FieldError{Field: "chain", Rule: "execution_type",
 			Message: "a chain block belongs to a skill with execution_type chain"})
 	}
+	switch {
+	case sk.ExecutionType == "autonomous":
+		_, problems := skill.ParseAutonomous(sk.Autonomous, sk.Tools)
+		fields = append(fields, problems...)
+	case len(sk.Autonomous) > 0 && string(sk.Autonomous) != "null":
+		fields = append(fields, dispatch.FieldError{Field: "autonomous", Rule: "execution_type",
+			Message: "an autonomous block belongs to a skill with execution_type autonomous"})
+	}
 	if len(fields) > 0 {
 		return dispatch.ValidationFailed(fields)
 	}
