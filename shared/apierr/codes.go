@@ -81,6 +81,8 @@ const (
 	CodeChainForEachInvalid        = "CHAIN_FOR_EACH_INVALID"
 	CodeWorkflowFailed             = "WORKFLOW_FAILED"
 	CodeWorkflowExpression         = "WORKFLOW_EXPRESSION_FAILED"
+	CodePlanParseFailed            = "PLAN_PARSE_FAILED"
+	CodeAgentStepFailed            = "AGENT_STEP_FAILED"
 )
 
 // Where says which part of the platform answers with a code or records it.
@@ -179,6 +181,8 @@ var specs = []Spec{
 	{CodeChainForEachInvalid, 0, Run, true},
 	{CodeWorkflowFailed, 0, Run, true},
 	{CodeWorkflowExpression, 0, Run, true},
+	{CodePlanParseFailed, 0, Run, true},
+	{CodeAgentStepFailed, 0, Run, true},
 }
 
 // StatusClientClosedRequest is the status of an answer to a caller that went away

@@ -35,6 +35,14 @@ const (
 	// JobWaiting: the run went back to queued to wait (data.reason "provider_capacity"),
 	// holding no worker, until data.retry_at.
 	JobWaiting = "job:waiting"
+	// JobPlanCreated: {plan, replan, steps[]} — an autonomous agent made its plan (plan 1)
+	// or a new one after a replan verdict.
+	JobPlanCreated = "job:plan_created"
+	// JobReflection: {agent_step, step_id, verdict, reasoning} — the agent judged a step.
+	JobReflection = "job:reflection"
+	// JobPlanAdjusted: {kind adjust|replan, agent_step, reasoning, removed[], added[],
+	// steps[]} — a reflection changed the remaining steps.
+	JobPlanAdjusted = "job:plan_adjusted"
 )
 
 // Chain events, journaled on the chain's parent run (job_id is the parent's; data carries
