@@ -244,6 +244,10 @@ func (x *execution) execute(ctx context.Context) error {
 		out, err = tier.LLMOnly(ctx, x, job)
 	case run.ToolUsing:
 		out, err = tier.React(ctx, x, job)
+	case run.Autonomous:
+		// The dispatcher does not dispatch autonomous skills yet (run.ExecutionType.Runnable);
+		// a run of one reaches here only when inserted directly, as the runner's tests do.
+		out, err = tier.Autonomous(ctx, x, job)
 	default:
 		err = tier.Permanent(apierr.CodeUnsupportedExecutionType,
 			"execution type %q is not supported by this executor version", sk.ExecutionType)

@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchyard-ai/switchyard/shared/skill"
+	"github.com/switchyard-ai/switchyard/shared/tool"
+)
+
+// agentAnswer is an LLM answer of JSON content.
+func agentAnswer(v any) openai.ChatCompletionMessage {
+	b, _ := json.Marshal(v)
+	return text(string(b))
+}
+
+// An autonomous run through the runner, on real Postgres: the plan's tool step calls a
+// tool behind the skill's approval gate, the run pauses pending_review holding no worker,
+// the approval resumes it, a failed router call on the reflection is retried by another
+// attempt, and the run completes having asked every LLM call and made the tool call once
+// — the journal replayed the rest — with the agent's spans and events recorded.
+func TestAutonomousRunPausesResumesAndReplays(t *testing.T) {
+	t.Parallel()
+	step := func(id, typ string, tools ...string) map[string]any {
+		return map[string]any{"step_id": id, "description": "do " + id, "execution_type": typ, "tools": tools,
+			"success_criteria": []string{id + " done"}}
+	}
+	b := setup(t, map[string]openai.ChatCompletionMessage{
+		"plan/1/try/1":      agentAnswer(map[string]any{"steps": []any{step("s1", "tool_using", "deploy"), step("s2", "llm_only")}}),
+		"exec/1/iter/1/llm": callTool("c1", "deploy", `{"env":"prod"}`),
+		"exec/1/iter/2/llm": text("deployed"),
+		"reflect/1/try/1":   agentAnswer(map[string]any{"verdict": "pass", "reasoning": "the tool said ok", "summary": "deployed"}),
+		"exec/2/llm":        text("report"),
+		"reflect/2/try/1":   agentAnswer(map[string]any{"verdict": "pass", "reasoning": "written"}),
+		"eval/try/1":        agentAnswer(map[string]any{"goal_achieved": true, "reasoning": "all done", "answer": "deployed and reported"}),
+	})
+	b.router.fail("reflect/1/try/1", providerUnavailable())
+	ct := newCountingTool(t)
+	ct.register(t, b, tool.Tool{Name: "deploy", SideEffecting: true})
+	runID := b.newRun(t, skill.Skill{JobType: "agent", ExecutionType: "autonomous", MaxTokens: 64, MaxIterations: 3,
+		Tools: []string{"deploy"}, Autonomous: json.RawMessage(`{"require_approval_for":["deploy"]}`)})
+	ctx := withDelivery(context.Background(), 0, 3)
+
+	require.NoError(t, b.handle(ctx, runID))
+	rr := b.run(t, runID)
+	require.Equal(t, "pending_review", rr.Status)
+	require.Equal(t, "deploy", rr.HoldReasons[0]["tool"])
+	require.Zero(t, ct.count())
+
+	b.review(t, runID, "approve")
+	require.Error(t, b.handle(ctx, runID), "the reflection's router call failed: a transient error, retried")
+	require.Equal(t, "queued", b.status(t, runID))
+	require.NoError(t, b.handle(withDelivery(context.Background(), 1, 3), runID))
+
+	rr = b.run(t, runID)
+	require.Equal(t, "completed", rr.Status, "%v", rr.Error)
+	require.Equal(t, 1, ct.count(), "the approved call was made once")
+	for s, n := range map[string]int{"plan/1/try/1": 1, "exec/1/iter/1/llm": 1, "exec/1/iter/2/llm": 1,
+		"reflect/1/try/1": 2, "exec/2/llm": 1, "reflect/2/try/1": 1, "eval/try/1": 1} {
+		require.Equal(t, n, b.router.count(s), s)
+	}
+	require.Equal(t, 7, rr.LLMCalls, "billed once per answer")
+	var out map[string]any
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT output FROM runs WHERE id = $1`, runID).Scan(&out))
+	require.Equal(t, "deployed and reported", out["content"])
+	require.Equal(t, true, out["goal_achieved"])
+	for typ, n := range map[string]int{"goal_decompose": 1, "goal_evaluate": 1, "chain_step": 2} {
+		require.Equal(t, n, b.count(t, `SELECT count(*) FROM spans WHERE run_id = $1 AND type = $2`, runID, typ), typ)
+	}
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM spans WHERE run_id = $1 AND type = 'reflection'
+		AND attributes->>'verdict' = 'pass'`, runID), "one reflection span per step, reopened by the retry, not doubled")
+	require.Subset(t, b.events(t, runID), []string{"job:plan_created", "job:held", "job:reflection", "job:completed"})
+}
