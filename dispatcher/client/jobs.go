@@ -103,10 +103,16 @@ type Billing = apitypes.Billing
 // Dispatch submits one job. A repeated idempotency key returns the original job with
 // Duplicate set.
 func (c *Client) Dispatch(ctx context.Context, req DispatchRequest) (DispatchResult, error) {
+	return c.accept(ctx, "/api/v1/dispatch", req, req.IdempotencyKey)
+}
+
+// accept posts what starts a run (a dispatch, a workflow run): retried only with an
+// idempotency key; 200 is a repeat of the key, answered with the original run.
+func (c *Client) accept(ctx context.Context, path string, body any, idempotencyKey string) (DispatchResult, error) {
 	var res DispatchResult
 	var status int
-	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/dispatch", body: req,
-		retryable: req.IdempotencyKey != "", okStatus: &status}, &res)
+	err := c.do(ctx, request{method: http.MethodPost, path: path, body: body,
+		retryable: idempotencyKey != "", okStatus: &status}, &res)
 	if status == http.StatusOK {
 		res.Duplicate = true
 	}

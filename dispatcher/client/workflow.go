@@ -38,12 +38,5 @@ func (c *Client) ValidateWorkflow(ctx context.Context, workflow string) (Workflo
 // RunWorkflow runs a workflow file once (what an agent that wrote one calls). The answer
 // is a dispatch's: JobID is the workflow's parent run, ChainID its chain.
 func (c *Client) RunWorkflow(ctx context.Context, run WorkflowRun) (DispatchResult, error) {
-	var res DispatchResult
-	var status int
-	err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/workflows/run", body: run,
-		retryable: run.IdempotencyKey != "", okStatus: &status}, &res)
-	if status == http.StatusOK {
-		res.Duplicate = true
-	}
-	return res, err
+	return c.accept(ctx, "/api/v1/workflows/run", run, run.IdempotencyKey)
 }
