@@ -275,3 +275,46 @@ func TestWorkflowFailFastAndFailureBranch(t *testing.T) {
 	require.Equal(t, "fan failure", prompt)
 	b.WaitStatus(jobID, 10*time.Second, "failed")
 }
+
+// slowWorkflow: a job out of its timeout-minutes, a job after it that runs always and
+// says how it ended, and runs-on naming a queue class.
+const slowWorkflow = `name: slow
+on: workflow_dispatch
+jobs:
+  slow:
+    runs-on: cpu
+    timeout-minutes: 0.04
+    steps:
+      - id: think
+        uses: ./skills/w_step
+        with:
+          prompt: think long
+  after:
+    runs-on: default
+    needs: slow
+    if: always()
+    steps:
+      - uses: ./skills/w_step
+        with:
+          prompt: "slow ${{ needs.slow.result }}"
+`
+
+// TestWorkflowTimeoutIsCancelled: a step that outlives its job's timeout-minutes is
+// stopped by the executor; GitHub calls that job cancelled, and the workflow fails.
+func TestWorkflowTimeoutIsCancelled(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{StackOptions: StackOptions{SimArgs: []string{"--default-latency", "constant:6s"}}})
+	b.putWorkflowSkills(t)
+	chainID, _ := b.runWorkflow(t, slowWorkflow, nil)
+	c := b.waitChain(t, chainID, time.Minute, "completed", "failed", "cancelled", "timed_out")
+	require.Equal(t, "failed", c["status"], "%v", c)
+	require.Equal(t, "timed_out", step(c, "slow/think")["status"])
+	require.Equal(t, "cancelled", jobOf(c, "slow")["result"])
+	var prompt, queue string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT payload->>'prompt' FROM runs WHERE chain_id = $1 AND chain_step = 'after/1'`, chainID).Scan(&prompt))
+	require.Equal(t, "slow cancelled", prompt)
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT queue FROM runs WHERE chain_id = $1 AND chain_step = 'slow/think'`, chainID).Scan(&queue))
+	require.Equal(t, "default", queue, "runs-on cpu: the skill's own queue is of that class")
+}

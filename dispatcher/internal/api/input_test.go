@@ -341,3 +341,37 @@ func TestWorkflowSkillIsValidatedWhenSaved(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code, res)
 	require.Equal(t, fmt.Sprintf(wf, "demo_llm"), res["workflow"])
 }
+
+// TestWorkflowRunsOnPicksTheQueue: a job's runs-on sends its steps' runs to that queue (by
+// name or class); a label that names no queue is refused when the file is checked.
+func TestWorkflowRunsOnPicksTheQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.newKey(auth.RoleDispatch)
+	const wf = "name: g\non: workflow_dispatch\njobs:\n  a:\n    runs-on: %s\n    steps:\n      - uses: ./skills/demo_llm\n        with:\n          prompt: hi\n"
+	body := func(label string) string {
+		raw, _ := json.Marshal(map[string]any{"workflow": fmt.Sprintf(wf, label)})
+		return string(raw)
+	}
+	code, res := b.do(key, http.MethodPost, "/api/v1/workflows/validate", body("tpu"))
+	_, msgs := fields(t, code, res)
+	require.Contains(t, msgs["workflow:5:14"], "tpu", "%v", msgs)
+
+	for label, queue := range map[string]string{"gpu": "gpu", "default": "default", "cpu": "default"} {
+		code, res = b.do(key, http.MethodPost, "/api/v1/workflows/run", body(label))
+		require.Equal(t, http.StatusAccepted, code, "%v", res)
+		chainID := res["chainId"].(string)
+		var runID string
+		waitFor(t, func() bool {
+			_, c := b.do(key, http.MethodGet, "/api/v1/chains/"+chainID, "")
+			steps, _ := c["steps"].([]any)
+			if len(steps) == 1 {
+				runID, _ = steps[0].(map[string]any)["jobId"].(string)
+			}
+			return runID != ""
+		}, "the workflow's step to be dispatched")
+		code, r := b.do(key, http.MethodGet, "/api/v1/dispatch/"+runID, "")
+		require.Equal(t, http.StatusOK, code, "%v", r)
+		require.Equal(t, queue, r["queue"], "runs-on %s", label)
+	}
+}

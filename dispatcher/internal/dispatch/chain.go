@@ -56,7 +56,7 @@ func (s *Service) dispatchChain(ctx context.Context, p auth.Principal, org store
 		raw = again.of.Definition
 	case j.sk.Workflow != "":
 		var err error
-		if raw, err = s.workflowDefinition(ctx, j.sk, j.req.Payload, known); err != nil {
+		if raw, err = s.workflowDefinition(ctx, p.OrgID, j.sk, j.req.Payload, known); err != nil {
 			return Result{}, err
 		}
 	}

@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,9 +20,9 @@ import (
 // Workflows in the pipeline. A chain skill written as a workflow file is compiled at each
 // dispatch, with the dispatch's inputs, into the chain definition the coordinator runs
 // (package workflow); from there on it is a chain like any other. The parsed file is kept
-// per skill version, so a dispatch does not parse it again.
+// by its text, so a dispatch does not parse it again.
 
-// workflows caches parsed workflow files by skill id and version.
+// workflows caches parsed workflow files by organisation and text.
 type workflows struct {
 	mu     sync.Mutex
 	parsed map[string]*workflow.Workflow
@@ -60,8 +62,11 @@ func WorkflowInvalid(problems []workflow.Problem) *apierr.Error {
 
 // workflowDefinition compiles a workflow skill for one dispatch: the chain definition
 // (JSON) to record, or a 400 naming what is wrong with the file or the inputs.
-func (s *Service) workflowDefinition(ctx context.Context, sk skill.Skill, input json.RawMessage, known func(string) bool) (json.RawMessage, error) {
-	key := sk.ID + "@" + strconv.Itoa(sk.Version)
+func (s *Service) workflowDefinition(ctx context.Context, orgID string, sk skill.Skill, input json.RawMessage, known func(string) bool) (json.RawMessage, error) {
+	// By the file's text (and its organisation, whose skills it was checked against): an ad
+	// hoc workflow has no skill id or version, and two of them must never share an entry.
+	sum := sha256.Sum256([]byte(sk.Workflow))
+	key := orgID + ":" + hex.EncodeToString(sum[:])
 	s.workflows.mu.Lock()
 	w := s.workflows.parsed[key]
 	s.workflows.mu.Unlock()
