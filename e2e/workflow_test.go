@@ -139,8 +139,9 @@ func (b *execBundle) putWorkflowSkills(t *testing.T) {
 }
 
 // TestAdHocWorkflowSemantics runs a workflow from its text: a held step rejected fails its
-// job, continue-on-error keeps the run completed while needs.<job>.result tells the truth,
-// a matrix fans out, and always() runs the join. Validation names line and column.
+// job, whose continue-on-error makes it conclude success (its outcome failure) and keeps
+// the run completed, a matrix fans out, and always() runs the join. Validation names line
+// and column.
 func TestAdHocWorkflowSemantics(t *testing.T) {
 	t.Parallel()
 	b := setupExec(t, execOptions{})
@@ -167,14 +168,15 @@ func TestAdHocWorkflowSemantics(t *testing.T) {
 	c := b.waitChain(t, chainID, time.Minute, "completed", "failed", "cancelled", "timed_out")
 	require.Equal(t, "completed", c["status"], "a continue-on-error job does not fail the run: %v", c)
 	require.Equal(t, "adhoc.gate-and-fan", c["jobType"])
-	require.Equal(t, "failure", jobOf(c, "gate")["result"])
+	require.Equal(t, "success", jobOf(c, "gate")["result"], "continue-on-error: the job concludes success, as on GitHub")
+	require.Equal(t, "failure", jobOf(c, "gate")["outcome"], "and its outcome tells the truth")
 	require.Equal(t, "success", jobOf(c, "fan")["result"])
 	require.EqualValues(t, 2, jobOf(c, "fan")["instances"])
 	require.Equal(t, map[string]int{"gate/review": 1, "fan/0/1": 1, "fan/1/1": 1, "after/report": 1}, b.stepRuns(t, chainID))
 	var prompt string
 	require.NoError(t, b.pool.QueryRow(context.Background(),
 		`SELECT payload->>'prompt' FROM runs WHERE chain_id = $1 AND chain_step = 'after/report'`, chainID).Scan(&prompt))
-	require.Equal(t, "gate failure, fan success", prompt)
+	require.Equal(t, "gate success, fan success", prompt)
 	b.WaitStatus(jobID, 10*time.Second, "completed")
 
 	// Cancelling a workflow cancels what is in flight.

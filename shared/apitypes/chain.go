@@ -62,8 +62,11 @@ type WorkflowJob struct {
 	Needs []string `json:"needs"`
 	// Instances is a matrix job's number of instances; absent otherwise.
 	Instances *int `json:"instances,omitempty"`
-	// Result is empty while the job has not ended.
+	// Result is empty while the job has not ended. It is the job's conclusion: a job with
+	// continue-on-error that failed concludes success (as on GitHub); Outcome tells the
+	// truth (failure).
 	Result  string         `json:"result,omitempty"`
+	Outcome string         `json:"outcome,omitempty"`
 	Outputs map[string]any `json:"outputs,omitempty"`
 }
 

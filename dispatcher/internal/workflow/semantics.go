@@ -344,10 +344,21 @@ func (r *Rules) conclusion(v *view, ref stepRef) (outcome, conclusion string) {
 	return outcome, conclusion
 }
 
-// jobResult is needs.<job>.result: failure when an instance's step concluded failure,
-// else cancelled when one was cancelled, skipped when the job's if skipped it, success
-// otherwise; "" while the job runs.
+// jobResult is needs.<job>.result, the job's conclusion: its outcome, except that a job
+// with continue-on-error whose outcome is failure concludes success — as on GitHub, its
+// dependents run and the run does not fail ("" while the job runs).
 func (r *Rules) jobResult(v *view, j *Job) string {
+	outcome := r.jobOutcome(v, j)
+	if outcome == "failure" && j.ContinueOnError {
+		return "success"
+	}
+	return outcome
+}
+
+// jobOutcome is how a job ended: failure when an instance's step concluded failure, else
+// cancelled when one was cancelled, skipped when the job's if skipped it, success
+// otherwise; "" while the job runs.
+func (r *Rules) jobOutcome(v *view, j *Job) string {
 	result, skipped, all := "success", true, 0
 	for _, inst := range r.plan.instances(j) {
 		for k := range j.Steps {
@@ -445,7 +456,7 @@ func (r *Rules) Outcome(s *chain.State) (string, json.RawMessage, json.RawMessag
 	for _, j := range r.plan.Workflow.Jobs {
 		c := r.jobContext(v, j)
 		jobs[j.ID] = c
-		if res := c["result"]; (res == "failure" || res == "cancelled") && !j.ContinueOnError {
+		if res := c["result"]; res == "failure" || (res == "cancelled" && !j.ContinueOnError) {
 			failed = append(failed, j.ID)
 		}
 	}
@@ -541,7 +552,7 @@ func View(def *chain.Definition, s *chain.State) (*apitypes.WorkflowView, error)
 	out := &apitypes.WorkflowView{Name: r.plan.Workflow.Name, Jobs: []apitypes.WorkflowJob{}}
 	for _, j := range r.plan.Workflow.Jobs {
 		job := apitypes.WorkflowJob{ID: j.ID, Name: j.Name, Needs: append([]string{}, j.Needs...),
-			Result: r.jobResult(v, j)}
+			Result: r.jobResult(v, j), Outcome: r.jobOutcome(v, j)}
 		if m, ok := r.plan.Matrices[j.ID]; ok {
 			job.Instances = new(len(m))
 		}

@@ -232,7 +232,7 @@ func TestContinueOnErrorKeepsTheRunGoingAndTellsTheTruth(t *testing.T) {
 		{ID: "a", Steps: []*Step{{ID: "flaky", JobType: "j", ContinueOnError: true},
 			step("next", "j", map[string]any{"o": "${{ steps.flaky.outcome }}/${{ steps.flaky.conclusion }}"})}},
 		{ID: "b", ContinueOnError: true, Steps: []*Step{step("x", "j", nil)}},
-		{ID: "c", Needs: []string{"a", "b"}, If: "always()", Steps: []*Step{
+		{ID: "c", Needs: []string{"a", "b"}, Steps: []*Step{
 			step("y", "j", map[string]any{"a": "${{ needs.a.result }}", "b": "${{ needs.b.result }}"})}},
 	}}
 	x := start(t, w, `{}`)
@@ -242,12 +242,22 @@ func TestContinueOnErrorKeepsTheRunGoingAndTellsTheTruth(t *testing.T) {
 	}
 	x.end("a/next", run.Completed, `{}`)
 	x.end("b/x", run.Failed, "")
-	if p := x.h.payload(t, "c/y"); p["a"] != "success" || p["b"] != "failure" {
-		t.Fatalf("c/y's payload %v: a step's continue-on-error makes its job succeed; a job's tells the truth", p)
+	if p := x.h.payload(t, "c/y"); p["a"] != "success" || p["b"] != "success" {
+		t.Fatalf("c/y's payload %v: continue-on-error makes a failed step's job, and a failed job, conclude success", p)
 	}
 	x.end("c/y", run.Completed, `{}`)
 	if x.e.S.Status != apitypes.ChainCompleted {
 		t.Fatalf("workflow %s (%s): continue-on-error jobs do not fail the run", x.e.S.Status, x.h.errBody)
+	}
+	view, err := View(x.e.S.Def, x.e.S)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range view.Jobs {
+		want := map[string][2]string{"a": {"success", "success"}, "b": {"success", "failure"}, "c": {"success", "success"}}[j.ID]
+		if j.Result != want[0] || j.Outcome != want[1] {
+			t.Fatalf("job %s result %s outcome %s, want %v: the outcome tells the truth", j.ID, j.Result, j.Outcome, want)
+		}
 	}
 }
 
