@@ -320,3 +320,43 @@ func TestWorkflowTimeoutIsCancelled(t *testing.T) {
 		`SELECT queue FROM runs WHERE chain_id = $1 AND chain_step = 'slow/think'`, chainID).Scan(&queue))
 	require.Equal(t, "default", queue, "runs-on cpu: the skill's own queue is of that class")
 }
+
+// TestCatalogueWorkflows runs the other examples of workflows/ end to end: the matrix
+// fan-out with its join, the branch on a job's output (exactly one branch runs), and the
+// optional check (no personal data: it runs, and publish after it).
+func TestCatalogueWorkflows(t *testing.T) {
+	t.Parallel()
+	b := setupExec(t, execOptions{})
+	run := func(jobType string, input map[string]any) map[string]any {
+		t.Helper()
+		chainID, _ := b.dispatchChain(t, jobType, input)
+		c := b.waitChain(t, chainID, 2*time.Minute, "completed", "failed", "cancelled", "timed_out")
+		require.Equal(t, "completed", c["status"], "%s: %v", jobType, c)
+		return c
+	}
+	c := run("research-fan-out", map[string]any{"topic": "tidal power"})
+	require.EqualValues(t, 3, jobOf(c, "analyse")["instances"])
+	require.Equal(t, "success", jobOf(c, "brief")["result"])
+	outs := jobOf(c, "analyse")["outputs"].(map[string]any)
+	for _, angle := range []string{"market", "technology", "regulation"} {
+		require.NotEmpty(t, outs[angle], "each instance's output survives the others' empty ones: %v", outs)
+	}
+
+	c = run("support-triage", map[string]any{"message": "My invoice is wrong."})
+	ran := 0
+	for _, job := range []string{"escalate", "reply"} {
+		switch jobOf(c, job)["result"] {
+		case "success":
+			ran++
+		case "skipped":
+		default:
+			t.Fatalf("%s: %v", job, jobOf(c, job))
+		}
+	}
+	require.Equal(t, 1, ran, "exactly one branch runs: %v", c["workflow"])
+
+	c = run("review-optional", map[string]any{"message": "Where is my parcel?"})
+	for _, job := range []string{"draft", "check", "publish"} {
+		require.Equal(t, "success", jobOf(c, job)["result"], job)
+	}
+}
