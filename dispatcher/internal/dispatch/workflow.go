@@ -91,7 +91,7 @@ func CompileWorkflow(w *workflow.Workflow, input json.RawMessage) (json.RawMessa
 	def, errs := workflow.Compile(w, input)
 	if errs != nil {
 		return nil, apierr.New(http.StatusBadRequest, apierr.CodeValidationFailed,
-			fmt.Sprintf("The workflow's inputs do not fit it: %s", errs[0].Message),
+			fmt.Sprintf("The workflow cannot run with these inputs: %s", errs[0].Message),
 			"Send the workflow's inputs as the dispatch's payload, as on.workflow_dispatch.inputs declares them.").
 			With("fields", errs)
 	}
