@@ -29,14 +29,15 @@ func (p Problem) Field() string {
 }
 
 // Check returns every problem of raw as the payload of a run of the execution type. A
-// payload is a JSON object; llm_only and tool_using runs need a chat payload (CheckChat).
+// payload is a JSON object; llm_only, tool_using and autonomous runs need a chat payload
+// (CheckChat): an autonomous run's goal is its prompt or messages.
 // Execution types without a payload contract of their own accept any object.
 func Check(executionType string, raw json.RawMessage) []Problem {
 	if !IsObject(raw) {
 		return []Problem{{Rule: "type", Message: "must be an object"}}
 	}
 	switch run.ExecutionType(executionType) {
-	case run.LLMOnly, run.ToolUsing:
+	case run.LLMOnly, run.ToolUsing, run.Autonomous:
 		return CheckChat(raw)
 	}
 	return nil

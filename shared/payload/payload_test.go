@@ -18,6 +18,9 @@ func TestCheckNamesEveryWrongField(t *testing.T) {
 		{"llm_only", `{}`, map[string]string{"payload": "required"}},
 		{"llm_only", `[]`, map[string]string{"payload": "type"}},
 		{"chain", `{}`, nil},
+		{"autonomous", `{"prompt":"Plan a trip"}`, nil},
+		{"autonomous", `{"goal":"Plan a trip"}`, map[string]string{"payload": "required"}},
+		{"autonomous", `{"messages":[{"role":"robot","content":"x"}]}`, map[string]string{"payload.messages[0].role": "oneof"}},
 		{"chain", `"x"`, map[string]string{"payload": "type"}},
 		{"llm_only", `{"messages":"hello"}`, map[string]string{"payload.messages": "type"}},
 		{"llm_only", `{"messages":[{"role":"bot","content":5},{"content":"x"},3],"input":[]}`, map[string]string{

@@ -14,7 +14,7 @@ const (
 // Runnable reports whether this version of the platform runs the execution type. Skills of
 // the others can be stored but not dispatched: a dispatch would be accepted for work that
 // never runs.
-func (t ExecutionType) Runnable() bool { return t == LLMOnly || t == ToolUsing }
+func (t ExecutionType) Runnable() bool { return t == LLMOnly || t == ToolUsing || t == Autonomous }
 
 // Priority orders work within a named queue.
 type Priority string

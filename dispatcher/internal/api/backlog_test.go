@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,22 +65,33 @@ func TestBacklogCap(t *testing.T) {
 	}, "the backlog to make room")
 }
 
-// A skill of an execution type this version does not run is refused at dispatch: never a
-// 202 for work that will not run.
-func TestUnrunnableExecutionTypeIsRefused(t *testing.T) {
+// An autonomous skill is dispatched: its goal is a chat payload (prompt, input or
+// messages), so a payload without one is a 400 naming the field and nothing is accepted,
+// and a payload with one is a 202 for a queued run.
+func TestAutonomousSkillIsDispatched(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, _, err := skill.Put(context.Background(), b.pool, b.orgID, skill.Skill{JobType: "later", ExecutionType: "autonomous",
+	_, _, err := skill.Put(context.Background(), b.pool, b.orgID, skill.Skill{JobType: "agent", ExecutionType: "autonomous",
 		RoutingHint: "default", Enabled: true}, "test")
 	require.NoError(t, err)
 	waitFor(t, func() bool {
-		sk, _, err := b.app.Registry.Skill(context.Background(), b.orgID, "later")
+		sk, _, err := b.app.Registry.Skill(context.Background(), b.orgID, "agent")
 		return err == nil && sk.ExecutionType == "autonomous"
 	}, "the registry to see the skill")
-	code, out := b.do(b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"later","payload":{"goal":"x"}}`)
-	require.Equal(t, http.StatusUnprocessableEntity, code, "%v", out)
-	require.Equal(t, "UNSUPPORTED_EXECUTION_TYPE", out["code"])
+	code, out := b.do(b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"agent","payload":{"goal":"x"}}`)
+	require.Equal(t, http.StatusBadRequest, code, "%v", out)
+	require.Equal(t, "VALIDATION_FAILED", out["code"])
+	require.Contains(t, fmt.Sprint(out), "needs messages")
+	code, out = b.do(b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"agent","payload":{"messages":[{"role":"robot","content":"x"}]}}`)
+	require.Equal(t, http.StatusBadRequest, code, "%v", out)
+	require.Contains(t, fmt.Sprint(out), "payload.messages[0].role")
 	var runs int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs`).Scan(&runs))
 	require.Zero(t, runs)
+
+	code, out = b.do(b.key, http.MethodPost, "/api/v1/dispatch", `{"job_type":"agent","payload":{"prompt":"Plan a trip"}}`)
+	require.Equal(t, http.StatusAccepted, code, "%v", out)
+	var et string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT execution_type FROM runs WHERE id = $1`, out["jobId"]).Scan(&et))
+	require.Equal(t, "autonomous", et)
 }

@@ -75,7 +75,7 @@ func (s *Service) governSkill(ctx context.Context, p auth.Principal, org store.O
 		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeUnsupportedExecutionType,
 			fmt.Sprintf("The skill bound to %q has execution type %q, which this version of the platform does not run yet; nothing was accepted.",
 				req.JobType, sk.ExecutionType),
-			"Bind the job type to an llm_only or tool_using skill.").
+			"Bind the job type to an llm_only, tool_using, autonomous or chain skill.").
 			With("job_type", req.JobType, "execution_type", sk.ExecutionType)
 	}
 	q, err := s.Registry.Queue(ctx, sk.Queue)

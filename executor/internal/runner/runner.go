@@ -245,8 +245,6 @@ func (x *execution) execute(ctx context.Context) error {
 	case run.ToolUsing:
 		out, err = tier.React(ctx, x, job)
 	case run.Autonomous:
-		// The dispatcher does not dispatch autonomous skills yet (run.ExecutionType.Runnable);
-		// a run of one reaches here only when inserted directly, as the runner's tests do.
 		out, err = tier.Autonomous(ctx, x, job)
 	default:
 		err = tier.Permanent(apierr.CodeUnsupportedExecutionType,

@@ -40,9 +40,21 @@ const (
 	// evaluation) before a malformed answer fails the run.
 	agentParseTries = 3
 	// memoryChars and evidenceChars cut what earlier steps and tool results add to a prompt.
+	// callPlan … callEvaluate label the agent's calls: each phase's user message ends with
+	// "[call:TYPE]" (callMarker), harmless text for a model that a scripted sim-llm reads to
+	// pick the answer for that kind of call (docs/sim-llm.md, "Scripted answers").
 	memoryChars   = 1500
 	evidenceChars = 2000
+
+	callPlan       = "plan"
+	callStep       = "step"
+	callReflection = "reflection"
+	callEvaluate   = "evaluate"
 )
+
+// callMarker is the label that ends the user message of a call of type call. It comes last,
+// so it is the one a scripted sim-llm reads even when the goal quotes another.
+func callMarker(call string) string { return "\n[call:" + call + "]" }
 
 // Autonomous runs tier 4 (autonomous), pattern execute: one agent plans the goal (the
 // payload's prompt or messages) as steps, executes them in order — llm_only steps as one
@@ -207,7 +219,7 @@ func (a *agent) plan(ctx context.Context, parent, why string) ([]planStep, error
 		"\"tools\", \"success_criteria\", \"depends_on\"}]}.")
 	var steps []planStep
 	tries, err := a.askJSON(ctx, fmt.Sprintf("plan/%d", g), sp.ID, cmp.Or(a.cfg.PlannerPrompt, defaultPlannerPrompt),
-		user.String(), "plan", planSchema, planExample, func(content string) []string {
+		user.String(), "plan", callPlan, planSchema, planExample, func(content string) []string {
 			var p planAnswer
 			if err := decodeAnswer(content, &p); err != nil {
 				return []string{err.Error()}
@@ -283,7 +295,7 @@ func (a *agent) reflect(ctx context.Context, parent *span.Span, n int, st planSt
 		"\"execution_type\", \"tools\", \"success_criteria\", \"depends_on\"})}.", a.toolsText())
 	var rf reflection
 	tries, err := a.askJSON(ctx, fmt.Sprintf("reflect/%d", n), sp.ID, cmp.Or(a.cfg.ReflectorPrompt, defaultReflectorPrompt),
-		user.String(), "reflection", reflectionSchema, reflectionExample, func(content string) []string {
+		user.String(), "reflection", callReflection, reflectionSchema, reflectionExample, func(content string) []string {
 			rf = reflection{}
 			if err := decodeAnswer(content, &rf); err != nil {
 				return []string{err.Error()}
@@ -367,7 +379,7 @@ func (a *agent) evaluate(ctx context.Context, exhausted string) (Outcome, error)
 	user.WriteString("\nAnswer with a JSON object: {\"goal_achieved\": true|false, \"reasoning\", \"answer\"}.")
 	var ev evaluation
 	tries, err := a.askJSON(ctx, "eval", sp.ID, cmp.Or(a.cfg.EvaluatorPrompt, defaultEvaluatorPrompt),
-		user.String(), "evaluation", evaluationSchema, evaluationExample, func(content string) []string {
+		user.String(), "evaluation", callEvaluate, evaluationSchema, evaluationExample, func(content string) []string {
 			ev = evaluation{}
 			if err := decodeAnswer(content, &ev); err != nil {
 				return []string{err.Error()}
@@ -404,17 +416,17 @@ func (a *agent) evaluate(ctx context.Context, exhausted string) (Outcome, error)
 	return out, nil
 }
 
-// askJSON asks for a JSON answer under key/try/<k>, parse checking each and returning its
+// askJSON asks for a JSON answer of call type call under key/try/<k>, parse checking each and returning its
 // problems, up to agentParseTries times: each retry shows the model its answer's problems
 // and an example. tries is how many asks it took.
-func (a *agent) askJSON(ctx context.Context, key, parent, system, user, what string, schema json.RawMessage,
+func (a *agent) askJSON(ctx context.Context, key, parent, system, user, what, call string, schema json.RawMessage,
 	example string, parse func(content string) []string) (int, error) {
 	var msgs []openai.ChatCompletionMessage
 	if a.job.Skill.SystemPrompt != "" {
 		system += "\n\nThe agent's instructions:\n" + a.job.Skill.SystemPrompt
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: system},
-		openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
+		openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user + callMarker(call)})
 	var problems []string
 	for k := 1; k <= agentParseTries; k++ {
 		req := baseRequest(a.job.Skill, msgs)
@@ -450,7 +462,7 @@ func (a *agent) stepMessages(st planStep) []openai.ChatCompletionMessage {
 	user := fmt.Sprintf("Goal:\n%s\n\n%s\nYour step (%s): %s\nIts success criteria:\n%s", a.goalText(),
 		a.memoryText(), st.StepID, st.Description, bullets(st.SuccessCriteria))
 	return []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: system},
-		{Role: openai.ChatMessageRoleUser, Content: user}}
+		{Role: openai.ChatMessageRoleUser, Content: user + callMarker(callStep)}}
 }
 
 // goalText renders the payload's conversation (a prompt is one user message).

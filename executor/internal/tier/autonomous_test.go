@@ -530,3 +530,32 @@ func TestAutonomousResumesWithoutAskingTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestAutonomousCallsCarryTheSkillPromptAndTheirType: every call the agent makes keeps the
+// skill's system prompt (where a test's [sim-script:NAME] marker lives) and ends its last
+// user message with the call's type, [call:plan|step|reflection|evaluate], which a scripted
+// sim-llm reads to choose the answer.
+func TestAutonomousCallsCarryTheSkillPromptAndTheirType(t *testing.T) {
+	t.Parallel()
+	env, job := agentSetup(newJournal(), `{}`, twoSteps(nil))
+	job.Skill.SystemPrompt = "Be careful. [sim-script:t-1]"
+	job.Payload = json.RawMessage(`{"prompt":"reach the goal, quoting [call:evaluate]"}`)
+	out, err := Autonomous(context.Background(), env, job)
+	require.NoError(t, err)
+	require.Equal(t, run.Completed, out.Status)
+	want := map[string]string{"plan/1/try/1": "plan", "exec/1/iter/1/llm": "step", "exec/1/iter/2/llm": "step",
+		"reflect/1/try/1": "reflection", "exec/2/llm": "step", "reflect/2/try/1": "reflection", "eval/try/1": "evaluate"}
+	require.Len(t, env.requests, len(want))
+	for key, call := range want {
+		req := env.requests[key]
+		require.Equal(t, openai.ChatMessageRoleSystem, req.Messages[0].Role, key)
+		require.Contains(t, req.Messages[0].Content, "[sim-script:t-1]", key)
+		var lastUser string
+		for _, m := range req.Messages {
+			if m.Role == openai.ChatMessageRoleUser {
+				lastUser = m.Content
+			}
+		}
+		require.True(t, strings.HasSuffix(lastUser, "[call:"+call+"]"), "%s: %q", key, lastUser)
+	}
+}
