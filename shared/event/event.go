@@ -43,6 +43,10 @@ const (
 	// JobPlanAdjusted: {kind adjust|replan, agent_step, reasoning, removed[], added[],
 	// steps[]} — a reflection changed the remaining steps.
 	JobPlanAdjusted = "job:plan_adjusted"
+	// JobPendingReview: {status, tools[] {tool, call_id, arguments}, reasoning, and for an
+	// agent agent_step, step_id, step} — the run paused for a reviewer's decision on the
+	// proposed tool calls (besides job:held, which carries the hold's reason code).
+	JobPendingReview = "job:pending_review"
 )
 
 // Chain events, journaled on the chain's parent run (job_id is the parent's; data carries

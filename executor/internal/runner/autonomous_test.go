@@ -50,6 +50,16 @@ func TestAutonomousRunPausesResumesAndReplays(t *testing.T) {
 	require.Equal(t, "pending_review", rr.Status)
 	require.Equal(t, "deploy", rr.HoldReasons[0]["tool"])
 	require.Zero(t, ct.count())
+	// job:pending_review carries the proposed call and the step that wants it.
+	var review map[string]any
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT data FROM run_events WHERE run_id = $1 AND type = 'job:pending_review'`,
+		runID).Scan(&review))
+	require.Equal(t, 1.0, review["agent_step"])
+	require.Equal(t, "s1", review["step_id"])
+	require.Equal(t, "do s1", review["step"])
+	proposed := review["tools"].([]any)[0].(map[string]any)
+	require.Equal(t, "deploy", proposed["tool"])
+	require.Equal(t, map[string]any{"env": "prod"}, proposed["arguments"])
 
 	b.review(t, runID, "approve")
 	require.Error(t, b.handle(ctx, runID), "the reflection's router call failed: a transient error, retried")

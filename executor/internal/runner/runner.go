@@ -255,7 +255,7 @@ func (x *execution) execute(ctx context.Context) error {
 	}
 	switch out.Status {
 	case run.PendingReview:
-		return x.pause(ctx, out.Held)
+		return x.pause(ctx, out.Held, out.Output)
 	case run.Rejected:
 		return x.finish(ctx, x.log, rn, run.Rejected, nil, codedError(apierr.CodeRejected, out.Reason))
 	}
@@ -265,7 +265,7 @@ func (x *execution) execute(ctx context.Context) error {
 // pause moves the run to pending_review, holding no worker: the task ends here, and the
 // dispatcher's approve endpoint re-enqueues the run, which then replays its journal up to
 // the held calls and asks for the review's decision.
-func (x *execution) pause(ctx context.Context, held []tier.Held) error {
+func (x *execution) pause(ctx context.Context, held []tier.Held, why map[string]any) error {
 	ctx = context.WithoutCancel(ctx)
 	x.flush(ctx)
 	reasons := make([]map[string]any, 0, len(held))
@@ -286,6 +286,11 @@ func (x *execution) pause(ctx context.Context, held []tier.Held) error {
 	}
 	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": apierr.CodeToolRequiresApproval,
 		"tools": held})
+	review := map[string]any{"status": run.PendingReview, "tools": held}
+	for k, v := range why {
+		review[k] = v
+	}
+	x.Event(ctx, event.JobPendingReview, review)
 	x.flush(ctx)
 	x.Metrics.Paused(x.run.ExecutionType)
 	x.log.Info("run paused for approval of tool calls", "tools", len(held))

@@ -158,7 +158,8 @@ func (lp *loop) iterate(ctx context.Context, env Env, job Job, it *span.Span, i 
 		switch rv.Decision {
 		case Pending:
 			it.Set("paused_for_approval", true)
-			return Outcome{Status: run.PendingReview, Held: held}, true, nil
+			return Outcome{Status: run.PendingReview, Held: held,
+				Output: map[string]any{"reasoning": msg.Content}}, true, nil
 		case Rejected:
 			if !lp.rejectAsResult {
 				return Outcome{Status: run.Rejected, Held: held, Reason: "a reviewer rejected the tool call"}, true, nil

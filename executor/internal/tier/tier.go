@@ -95,8 +95,9 @@ type Outcome struct {
 	Status   run.Status
 	Output   map[string]any
 	Warnings []string
-	// Held lists the tool calls a PendingReview outcome waits on; Reason explains a
-	// Rejected outcome.
+	// Held lists the tool calls a PendingReview outcome waits on (its Output then says why:
+	// the model's text beside the calls as "reasoning" and, for an agent, its step); Reason
+	// explains a Rejected outcome.
 	Held   []Held
 	Reason string
 }
