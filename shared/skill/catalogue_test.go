@@ -61,8 +61,16 @@ func TestTheCatalogueLoads(t *testing.T) {
 	for _, s := range skills {
 		names[s.JobType] = true
 	}
-	for _, want := range []string{"demo_llm", "demo_react", "demo_high_risk", "demo_critical", "demo_eu_only"} {
+	for _, want := range []string{"demo_llm", "demo_react", "demo_high_risk", "demo_critical", "demo_eu_only", "demo_autonomous"} {
 		require.True(t, names[want], want)
+	}
+	for _, s := range skills {
+		if s.JobType == "demo_autonomous" {
+			cfg, problems := skill.ParseAutonomous(s.Autonomous, s.Tools)
+			require.Empty(t, problems)
+			require.True(t, cfg.NeedsApproval("create_ticket"))
+			require.False(t, cfg.NeedsApproval("demo_weather"))
+		}
 	}
 }
 

@@ -52,7 +52,9 @@ func (s *Service) Approve(ctx context.Context, p auth.Principal, id, reason stri
 	return s.review(ctx, p, id, "approve", reason)
 }
 
-// Reject ends a held or paused job as rejected.
+// Reject ends a held or paused job as rejected — except an autonomous run paused on a tool
+// call: it goes back to its queue, and the agent reads the rejection (and its reason) as the
+// call's result and must find another way.
 func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason string) (ControlResult, error) {
 	return s.review(ctx, p, id, "reject", reason)
 }
@@ -72,6 +74,9 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 	to, typ := run.Queued, event.JobApproved
 	if decision == "reject" {
 		to, typ = run.Rejected, event.JobRejected
+		if from == run.PendingReview && r.ExecutionType == string(run.Autonomous) {
+			to = run.Queued
+		}
 	}
 	var envs []event.Envelope
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {

@@ -167,6 +167,7 @@ func (a *agent) run(ctx context.Context) (Outcome, error) {
 			return Outcome{}, err
 		}
 		if out.Status == run.PendingReview {
+			out.Output["agent_step"], out.Output["step_id"], out.Output["step"] = n, st.StepID, st.Description
 			sp.Set("paused_for_approval", true)
 			a.env.EndSpan(ctx, sp, span.OK)
 			return out, nil
