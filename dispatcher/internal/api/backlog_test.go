@@ -94,4 +94,17 @@ func TestAutonomousSkillIsDispatched(t *testing.T) {
 	var et string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT execution_type FROM runs WHERE id = $1`, out["jobId"]).Scan(&et))
 	require.Equal(t, "autonomous", et)
+
+	// Paused on a tool call, a rejected agent is queued again: the executor hands it the
+	// reason as the call's result. (Other tiers' paused runs end rejected: pipeline_test.go.)
+	id := out["jobId"].(string)
+	_, err = b.pool.Exec(context.Background(), `UPDATE runs SET status = 'pending_review' WHERE id = $1`, id)
+	require.NoError(t, err)
+	code, out = b.do(b.newKey(auth.RoleApprove), http.MethodPost, "/api/v1/dispatch/"+id+"/reject", `{"reason":"not on Fridays"}`)
+	require.Equal(t, http.StatusOK, code, "%v", out)
+	require.Equal(t, "queued", out["status"])
+	var status, decision string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT r.status, v.decision FROM runs r
+		JOIN reviews v ON v.run_id = r.id WHERE r.id = $1`, id).Scan(&status, &decision))
+	require.Equal(t, []string{"queued", "reject"}, []string{status, decision})
 }
