@@ -220,7 +220,7 @@ const sum = (list) => list.reduce((t, s) => t + (s.costUsd || 0), 0);
 
 /**
  * groupJobs turns a workflow run's jobs and the chain's steps into one node per job, in the
- * workflow's order: {id, name, dependsOn (needs), status, result, outputs, costUsd, steps
+ * workflow's order: {id, name, dependsOn (needs), status, result, outcome, outputs, costUsd, steps
  * (in order, instance by instance), matrix, count, instances: [{instance, steps, status,
  * costUsd, done}]}.
  */
@@ -244,7 +244,7 @@ export function groupJobs(workflow, steps) {
       id: j.id, name: j.name || j.id, job: j, kind: 'job',
       dependsOn: [...new Set(j.needs || [])].filter((d) => ids.has(d) && d !== j.id),
       status: j.result ? RESULT_STATUS[j.result] || j.result : liveStatus(own),
-      result: j.result, outputs: j.outputs,
+      result: j.result, outcome: j.outcome, outputs: j.outputs,
       steps: matrix ? instances.flatMap((i) => i.steps) : orderSteps(own),
       jobTypes: [...new Set(own.map((s) => s.jobType))],
       matrix, count: matrix ? j.instances : undefined, instances, costUsd: sum(own),

@@ -143,10 +143,16 @@ test('a job shows its result once it has one, else what its steps add up to', ()
   let fan = groupJobs(workflow, steps)[0];
   assert.equal(fan.status, 'completed');
   assert.deepEqual(counters({ ...fan, children: [] }, new Map()), [{ kind: 'matrix', text: '3/3 instances done' }]);
-  workflow.jobs[0].result = 'failure'; // e.g. a continue-on-error step's job: the result is the truth
+  workflow.jobs[0].result = 'failure';
   fan = groupJobs(workflow, steps)[0];
   assert.equal(fan.status, 'failed');
   assert.equal(fan.result, 'failure');
+  // A failed job with continue-on-error concludes success; its outcome tells the truth.
+  Object.assign(workflow.jobs[0], { result: 'success', outcome: 'failure' });
+  fan = groupJobs(workflow, steps)[0];
+  assert.equal(fan.status, 'completed');
+  assert.equal(fan.outcome, 'failure');
+  workflow.jobs[0].result = 'failure';
   workflow.jobs[1].result = 'skipped';
   assert.equal(groupJobs(workflow, steps)[1].status, 'skipped');
   // Between two steps of a job (one done, the next not yet dispatched) the job is running.

@@ -131,7 +131,7 @@ function JobNode({ n, byId, selected, onSelect }) {
       title=${`job ${n.id}: ${n.result || n.status}`}>
     <div class="cn-head"><b class="cn-id" data-testid="job-name">${n.name}</b>${n.matrix ? html`<span class="cn-tag">matrix ×${n.count}</span>` : null}</div>
     <div class="cn-type">${n.name !== n.id ? html`${n.id} · ` : null}${steps} step${steps === 1 ? '' : 's'}${n.matrix ? ' each' : ''}</div>
-    <div class="cn-status"><span class="cn-st" data-testid="job-status">${n.result || n.status.replaceAll('_', ' ')}</span>
+    <div class="cn-status"><span class="cn-st" data-testid="job-status">${n.result || n.status.replaceAll('_', ' ')}${n.outcome && n.outcome !== n.result ? ` (outcome ${n.outcome})` : ''}</span>
       <span class="cn-cost" data-testid="job-cost">${usd(n.costUsd)}</span></div>
     ${cs.length ? html`<div class="cn-counters">${cs.map((c) => html`<span class=${'counter ' + c.kind} data-testid=${'counter-' + c.kind}>${c.kind === 'matrix' ? '' : c.kind + ' '}${c.text}</span>`)}</div>` : null}
     ${n.instances.length ? html`<div class="chips">${n.instances.slice(0, MAX_CHIPS).map((i) => html`<button type="button"
@@ -168,7 +168,9 @@ function JobDetail({ n, instance, stepId, onSelectStep, onDecided, onError }) {
   const insts = n.matrix ? n.instances.filter((i) => instance == null || i.instance === instance) : null;
   return html`<div class="stepdetail jobdetail" data-testid="job-detail" data-wfjob=${n.id}>
     <h3>Job ${n.name} ${n.name !== n.id ? html`<small>${n.id}</small>` : null} <${StatusBadge} status=${n.status} />
-      ${n.result ? html`<span class="badge" data-testid="job-result">result ${n.result}</span>` : null}</h3>
+      ${n.result ? html`<span class="badge" data-testid="job-result">result ${n.result}</span>` : null}
+      ${n.outcome && n.outcome !== n.result ? html`<span class="badge" data-testid="job-outcome"
+        title="continue-on-error: the job failed, and concludes success so that what needs it runs">outcome ${n.outcome}</span>` : null}</h3>
     <div class="facts">
       <span>needs <b>${n.dependsOn.length ? n.dependsOn.join(', ') : '—'}</b></span>
       ${n.matrix ? html`<span>matrix <b>${n.instances.filter((i) => i.done).length}/${n.count}</b> instances done</span>` : null}
