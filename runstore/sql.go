@@ -123,6 +123,9 @@ var (
 	//go:embed sql/pending_steps.sql
 	pendingStepsSQL string
 
+	//go:embed sql/expire_approvals.sql
+	expireApprovalsSQL string
+
 	//go:embed sql/get_chain.sql
 	getChainSQL string
 

@@ -55,6 +55,10 @@ type Change struct {
 	ParkedUntil *time.Time
 	// ParkReason says why (with ParkedUntil).
 	ParkReason string
+	// ApprovalTimeout, with a move to pending_review, sets the pause's approval_deadline to
+	// the database's now plus it; zero leaves the pause without a deadline. A move to
+	// pending_review always sets the deadline afresh.
+	ApprovalTimeout time.Duration
 }
 
 // sources checks a requested move against the table of legal transitions and returns the
@@ -197,6 +201,13 @@ func transitionStatement(runID string, from []run.Status, to run.Status, c Chang
 		add("parked_until = ?", *c.ParkedUntil)
 		add("park_reason = ?", c.ParkReason)
 		sets = append(sets, "parked_at = now()", "waiting_since = COALESCE(r.waiting_since, now())")
+	}
+	if to == run.PendingReview {
+		if c.ApprovalTimeout > 0 {
+			add("approval_deadline = now() + ?::bigint * interval '1 microsecond'", c.ApprovalTimeout.Microseconds())
+		} else {
+			sets = append(sets, "approval_deadline = NULL")
+		}
 	}
 	switch {
 	case to == run.Queued:

@@ -76,6 +76,7 @@ const (
 	CodeRejected                   = "REJECTED"
 	CodeMaxIterations              = "MAX_ITERATIONS"
 	CodeToolRequiresApproval       = "TOOL_REQUIRES_APPROVAL"
+	CodeApprovalTimeout            = "APPROVAL_TIMEOUT"
 	CodeJournalUnavailable         = "JOURNAL_UNAVAILABLE"
 	CodeChainStepFailed            = "CHAIN_STEP_FAILED"
 	CodeChainForEachInvalid        = "CHAIN_FOR_EACH_INVALID"
@@ -176,6 +177,7 @@ var specs = []Spec{
 	{CodeRejected, 0, Run, true},
 	{CodeMaxIterations, 0, Run, true},
 	{CodeToolRequiresApproval, 0, Run, false},
+	{CodeApprovalTimeout, 0, Run, true},
 	{CodeJournalUnavailable, 0, Run, false},
 	{CodeChainStepFailed, 0, Run, true},
 	{CodeChainForEachInvalid, 0, Run, true},

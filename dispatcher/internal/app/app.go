@@ -45,6 +45,9 @@ type Options struct {
 	// ReconcileEvery, ReconcileGrace and CallbackEvery tune the background loops (defaults
 	// 5s, 10s and 500ms).
 	ReconcileEvery, ReconcileGrace, CallbackEvery time.Duration
+	// Now is the clock approval deadlines are judged by (reviews and the reconciler's
+	// sweep); default time.Now. Tests pass a clock they move past a deadline.
+	Now func() time.Time
 	// Resolver, when set, replaces DNS for callback checks (tests).
 	Resolver netguard.Resolver
 	// CoordinatorConcurrency is how many chain transitions run at once (of different
@@ -87,7 +90,7 @@ func New(o Options) *App {
 		DB: o.DB, Queue: client, Tasks: inspector, Events: events, Log: o.Log,
 		Registry: reg, Limiter: ratelimit.New(o.Redis), Queues: tracker,
 		Governor:  &governance.Governor{Quota: &governance.StoreQuota{DB: o.DB}},
-		Retention: o.TaskRetention, Resolver: o.Resolver, Redis: o.Redis,
+		Retention: o.TaskRetention, Resolver: o.Resolver, Redis: o.Redis, Now: o.Now,
 	}
 	if batch != nil {
 		svc.BatchQueue = batch.client
@@ -113,8 +116,8 @@ func New(o Options) *App {
 			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
 		Registry: reg,
 		Queues:   tracker,
-		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Chains: coord, Log: o.Log,
-			Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
+		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Chains: coord, Events: events, Log: o.Log,
+			Now: o.Now, Every: o.ReconcileEvery, Grace: o.ReconcileGrace},
 		Callbacks: &callback.Sender{DB: o.DB, Log: o.Log, Every: o.CallbackEvery, Resolver: o.Resolver},
 		client:    client, batch: batch, inspector: inspector, events: events, notifier: notifier,
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/span"
@@ -79,10 +80,20 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 		}
 	}
 	var envs []event.Envelope
+	var expired []runstore.Expired
 	err = pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
 		rs := runstore.New(tx)
+		// A decision that comes after the run's approval deadline loses to it: the run ends
+		// timed_out here, as the reconciler's sweep would have ended it, and the decision is
+		// refused as for any finished run.
+		if from == run.PendingReview {
+			var err error
+			if expired, err = rs.ExpireApprovals(ctx, s.now(), id); err != nil || len(expired) > 0 {
+				return err
+			}
+		}
 		// Only a held or paused run is reviewed: one that moved on since it was read (another
-		// reviewer, a resumed attempt) is refused, not moved again.
+		// reviewer, a resumed attempt, the approval deadline) is refused, not moved again.
 		if _, err := rs.Transition(ctx, id, []run.Status{run.HeldForReview, run.PendingReview}, to, runstore.Change{}); err != nil {
 			return err
 		}
@@ -113,6 +124,15 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 	if err != nil {
 		return ControlResult{}, dbError(err)
 	}
+	if len(expired) > 0 {
+		if err := s.Events.Publish(ctx, expired[0].Event); err != nil {
+			s.Log.Warn("publishing the approval timeout's event", "job_id", id, "error", err)
+		}
+		r.Status = apitypes.StatusTimedOut
+		s.chainRunEnded(ctx, r)
+		return ControlResult{}, conflict(apierr.CodeJobNotReviewable,
+			"The job's approval deadline (its skill's autonomous.approval_timeout) passed before the decision; it timed out.", r)
+	}
 	if to == run.Queued {
 		// Should this enqueue fail, the run is queued in Postgres and the reconciler puts
 		// it on its queue: the approval is not lost.
@@ -126,6 +146,14 @@ func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, re
 		s.Log.Warn("publishing review events", "job_id", id, "error", err)
 	}
 	return ControlResult{JobID: id, Status: to}, nil
+}
+
+// now is the service's clock (Now, default time.Now).
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // Requeue puts a queued run's task (back) on its queue.

@@ -68,6 +68,9 @@ type Service struct {
 	// autopipeliner, so that the concurrent enqueues of a batch share round trips. Default
 	// Queue.
 	BatchQueue Enqueuer
+	// Now is the clock a review of a run paused for approval is judged by against the run's
+	// approval deadline; default time.Now (tests pass a time after the deadline).
+	Now func() time.Time
 
 	group     committer
 	snapshots snapshots

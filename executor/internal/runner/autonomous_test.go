@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
@@ -42,12 +43,17 @@ func TestAutonomousRunPausesResumesAndReplays(t *testing.T) {
 	ct := newCountingTool(t)
 	ct.register(t, b, tool.Tool{Name: "deploy", SideEffecting: true})
 	runID := b.newRun(t, skill.Skill{JobType: "agent", ExecutionType: "autonomous", MaxTokens: 64, MaxIterations: 3,
-		Tools: []string{"deploy"}, Autonomous: json.RawMessage(`{"require_approval_for":["deploy"]}`)})
+		Tools: []string{"deploy"}, Autonomous: json.RawMessage(`{"require_approval_for":["deploy"],"approval_timeout":"72h"}`)})
 	ctx := withDelivery(context.Background(), 0, 3)
 
 	require.NoError(t, b.handle(ctx, runID))
 	rr := b.run(t, runID)
 	require.Equal(t, "pending_review", rr.Status)
+	// The pause's deadline is the skill's approval_timeout from the pause, in Postgres.
+	var left int64 // nanoseconds
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (extract(epoch FROM approval_deadline - now()) * 1e9)::bigint
+		FROM runs WHERE id = $1`, runID).Scan(&left))
+	require.InDelta(t, float64(72*time.Hour), float64(left), float64(time.Minute))
 	require.Equal(t, "deploy", rr.HoldReasons[0]["tool"])
 	require.Zero(t, ct.count())
 	// job:pending_review carries the proposed call and the step that wants it.

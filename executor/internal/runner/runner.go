@@ -273,10 +273,15 @@ func (x *execution) pause(ctx context.Context, held []tier.Held, why map[string]
 		reasons = append(reasons, map[string]any{"code": apierr.CodeToolRequiresApproval, "tool": h.Tool,
 			"call_id": h.CallID, "arguments": h.Arguments})
 	}
-	// The status and the reasons change together: a reviewer never sees a paused run
-	// without knowing why.
+	// The status, the reasons and the deadline change together: a reviewer never sees a
+	// paused run without knowing why, and no pause of a skill with an approval_timeout
+	// lacks its deadline (kept in Postgres; the dispatcher's reconciler ends the run
+	// timed_out once it passes). The skill was checked when it was saved: an invalid block
+	// never got this far, and a missing one has no timeout.
+	cfg, _ := skill.ParseAutonomous(x.skill.Autonomous, x.skill.Tools)
+	pause := runstore.Change{ApprovalTimeout: cfg.ApprovalTimeoutDuration()}
 	err := x.runs().InTx(ctx, func(tx *runstore.Store) error {
-		if _, err := tx.Transition(ctx, x.run.ID, []run.Status{run.Running}, run.PendingReview, runstore.Change{}); err != nil {
+		if _, err := tx.Transition(ctx, x.run.ID, []run.Status{run.Running}, run.PendingReview, pause); err != nil {
 			return err
 		}
 		return tx.AddHoldReasons(ctx, x.run.ID, reasons)
