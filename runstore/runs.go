@@ -193,7 +193,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&r.HoldReasons, &r.AuditFlagged, &r.Attempts, &r.ChainID, &r.ChainStep, &r.BatchID,
 		&r.Timings.CreatedAt, &r.Timings.QueuedAt, &r.Timings.StartedAt, &r.Timings.FinishedAt,
 		&r.Billing.TokensIn, &r.Billing.TokensOut, &r.Billing.TokensCached, &r.Billing.CostUSD,
-		&r.Billing.LLMCalls, &r.Payload, &r.OrgID)
+		&r.Billing.LLMCalls, &r.ApprovalDeadline, &r.Payload, &r.OrgID)
 	if err != nil {
 		return r, err
 	}

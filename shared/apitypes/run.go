@@ -30,6 +30,9 @@ type Run struct {
 	BatchID       string          `json:"batchId,omitempty"`
 	Timings       Timings         `json:"timings"`
 	Billing       Billing         `json:"billing"`
+	// ApprovalDeadline is when a run paused for approval (pending_review) times out
+	// (APPROVAL_TIMEOUT): set for an autonomous skill with approval_timeout.
+	ApprovalDeadline *time.Time `json:"approvalDeadline,omitempty"`
 }
 
 // Timings are a run's timestamps and the durations derived from them.
