@@ -48,6 +48,10 @@ type Skill struct {
 	UpdatedBy  string          `json:"updated_by,omitempty" yaml:"-"`
 }
 
+// Callable reports whether a chain's or a workflow's step may dispatch the skill: it is
+// enabled and not itself a chain (chains do not nest).
+func (s Skill) Callable() bool { return s.Enabled && s.ExecutionType != "chain" }
+
 // Defaults fills the fields a binding may leave out.
 func (s *Skill) Defaults() {
 	if s.RoutingHint == "" {

@@ -261,8 +261,8 @@ func TestChainSkillIsValidatedWhenSaved(t *testing.T) {
 		{"step_id":"b","job_type":"demo_llm","depends_on":["a"]},
 		{"step_id":"c","job_type":"t_chain"},{"step_id":"d","job_type":"no_such_skill"}]}}`)
 	_, msgs := fields(t, code, res)
-	require.Contains(t, msgs["chain.steps[2].job_type"], "not a skill of this organisation")
-	require.Contains(t, msgs["chain.steps[3].job_type"], "not a skill of this organisation")
+	require.Contains(t, msgs["chain.steps[2].job_type"], "is not an enabled skill of this organisation")
+	require.Contains(t, msgs["chain.steps[3].job_type"], "is not an enabled skill of this organisation")
 
 	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_chain", `{"job_type":"t_chain","execution_type":"chain",
 		"chain":{"steps":[{"step_id":"a","job_type":"demo_llm","depends_on":["b"]},
@@ -340,6 +340,23 @@ func TestWorkflowSkillIsValidatedWhenSaved(t *testing.T) {
 	code, res = put(map[string]any{"job_type": "t_wf", "execution_type": "chain", "workflow": fmt.Sprintf(wf, "demo_llm")})
 	require.Equal(t, http.StatusCreated, code, res)
 	require.Equal(t, fmt.Sprintf(wf, "demo_llm"), res["workflow"])
+
+	// A workflow is a chain skill, and chains do not nest: a step that calls one is refused
+	// when the file is saved or checked, not when it is dispatched.
+	raw, err := json.Marshal(map[string]any{"job_type": "t_wf2", "execution_type": "chain", "workflow": fmt.Sprintf(wf, "t_wf")})
+	require.NoError(t, err)
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_wf2", string(raw))
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["workflow:7:15"], `"t_wf"`)
+	raw, err = json.Marshal(map[string]any{"workflow": fmt.Sprintf(wf, "t_wf")})
+	require.NoError(t, err)
+	code, res = b.do(admin, http.MethodPost, "/api/v1/workflows/validate", string(raw))
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["workflow:7:15"], "that a step can call")
+	code, res = b.do(admin, http.MethodPut, "/api/v1/skills/t_chain2", `{"job_type":"t_chain2","execution_type":"chain",
+		"chain":{"steps":[{"step_id":"a","job_type":"t_wf"}]}}`)
+	_, msgs = fields(t, code, res)
+	require.Contains(t, msgs["chain.steps[0].job_type"], "chains do not nest")
 }
 
 // TestWorkflowRunsOnPicksTheQueue: a job's runs-on sends its steps' runs to that queue (by

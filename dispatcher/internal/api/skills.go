@@ -140,8 +140,8 @@ func (s *Server) checkChain(c echo.Context, sk skill.Skill) ([]dispatch.FieldErr
 	return fields, nil
 }
 
-// otherSkills are the job types a chain skill's steps may call: the organisation's skills
-// but itself.
+// otherSkills are the job types a chain skill's steps may call: the organisation's
+// callable skills but itself.
 func (s *Server) otherSkills(c echo.Context, sk skill.Skill) (map[string]bool, error) {
 	skills, err := skill.List(c.Request().Context(), s.DB, principal(c).OrgID)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *Server) otherSkills(c echo.Context, sk skill.Skill) (map[string]bool, e
 	}
 	known := make(map[string]bool, len(skills))
 	for _, other := range skills {
-		known[other.JobType] = other.JobType != sk.JobType
+		known[other.JobType] = other.JobType != sk.JobType && other.Callable()
 	}
 	return known, nil
 }

@@ -42,7 +42,7 @@ func (s *Server) parseWorkflow(c echo.Context) (*workflow.Workflow, workflowRequ
 	}
 	known := map[string]bool{}
 	for _, sk := range skills {
-		known[sk.JobType] = sk.Enabled
+		known[sk.JobType] = sk.Callable()
 	}
 	w, err := s.Dispatch.ParseWorkflow(ctx, []byte(req.Workflow), func(jt string) bool { return known[jt] })
 	return w, req, err

@@ -233,7 +233,7 @@ func LoadWorkflows(ctx context.Context, db skill.DB, orgID, dir, by string) (map
 	}
 	known := map[string]bool{}
 	for _, s := range have {
-		known[s.JobType] = s.Enabled && s.ExecutionType != "chain"
+		known[s.JobType] = s.Callable()
 	}
 	labels, err := store.QueueLabels(ctx, db)
 	if err != nil {

@@ -177,7 +177,7 @@ func (v *validator) checkStep(i int) {
 	case s.JobType == "":
 		v.add(at+".job_type", "required", "every step names the job_type it dispatches")
 	case v.known != nil && !v.known(s.JobType):
-		v.add(at+".job_type", "known", "job_type %q is not a skill of this organisation", s.JobType)
+		v.add(at+".job_type", "known", "job_type %q is not an enabled skill of this organisation that a step can run (a chain or workflow skill cannot be a step: chains do not nest)", s.JobType)
 	}
 	parents := map[string]bool{}
 	for j, p := range s.DependsOn {

@@ -48,7 +48,7 @@ type rerun struct {
 func (s *Service) dispatchChain(ctx context.Context, p auth.Principal, org store.Org, j *job, again *rerun) (Result, error) {
 	known := func(jobType string) bool {
 		sk, _, err := s.Registry.Skill(ctx, p.OrgID, jobType)
-		return err == nil && sk.Enabled
+		return err == nil && sk.Callable()
 	}
 	raw := j.sk.Chain
 	switch {
@@ -202,7 +202,7 @@ func (s *Service) governStep(ctx context.Context, org store.Org, r chain.StepReq
 	}
 	if j.sk.ExecutionType == string(run.Chain) {
 		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodeUnsupportedExecutionType,
-			fmt.Sprintf("Step job type %q is itself a chain; a chain's steps are llm_only or tool_using skills.", r.JobType),
+			fmt.Sprintf("Step job type %q is itself a chain; a chain's steps are llm_only, tool_using or autonomous skills.", r.JobType),
 			"Inline the inner chain's steps into this chain.").With("job_type", r.JobType)
 	}
 	if r.Queue != "" {

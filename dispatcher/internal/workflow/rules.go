@@ -57,8 +57,8 @@ func (p *parser) skill(uses *actionlint.String) string {
 	}
 	jobType := m[1]
 	if p.opts.KnownSkill != nil && !p.opts.KnownSkill(jobType) {
-		p.refuse(uses.Pos, RuleUnknownSkill, fmt.Sprintf("the organisation has no skill %q", jobType),
-			"use a job type from the organisation's catalogue (`yard skills list`) in `uses: ./skills/<job_type>`, or register the skill first")
+		p.refuse(uses.Pos, RuleUnknownSkill, fmt.Sprintf("the organisation has no enabled skill %q that a step can call", jobType),
+			"use an llm_only, tool_using or autonomous job type from the organisation's catalogue (`yard skills list`) in `uses: ./skills/<job_type>`, or register the skill first; a chain or workflow skill cannot be a step (chains do not nest)")
 	}
 	return jobType
 }
@@ -124,7 +124,7 @@ func eventPos(ev actionlint.Event) *actionlint.Pos {
 func (p *parser) jobKeys(j *actionlint.Job) {
 	if j.WorkflowCall != nil && j.WorkflowCall.Uses != nil {
 		p.refuse(j.WorkflowCall.Uses.Pos, RuleSkillCall, "a job that calls another workflow (`jobs.<id>.uses`) is not supported",
-			"give the job `runs-on` and `steps`; a registered workflow is a job type, so call it from a step: `uses: ./skills/<workflow name>`")
+			"give the job `runs-on` and `steps` calling skills (`uses: ./skills/<job_type>`); to reuse another workflow, copy its jobs into this file — workflows do not nest")
 	}
 	if j.Container != nil {
 		p.unsupported("container", j.Container.Pos)
