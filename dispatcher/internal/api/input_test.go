@@ -374,6 +374,16 @@ func TestWorkflowRunsOnPicksTheQueue(t *testing.T) {
 	_, msgs := fields(t, code, res)
 	require.Contains(t, msgs["workflow:5:14"], "tpu", "%v", msgs)
 
+	// The dispatcher caches the queue list; a queue registered elsewhere (another replica,
+	// SQL) reaches it through the registry's notification.
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO queues (name, class, concurrency, timeout_seconds, description)
+		VALUES ('tpu', 'gpu', 1, 60, 'test')`)
+	require.NoError(t, err)
+	waitFor(t, func() bool {
+		code, _ := b.do(key, http.MethodPost, "/api/v1/workflows/validate", body("tpu"))
+		return code == http.StatusOK
+	}, "a new queue to be a runs-on label")
+
 	for label, queue := range map[string]string{"gpu": "gpu", "default": "default", "cpu": "default"} {
 		code, res = b.do(key, http.MethodPost, "/api/v1/workflows/run", body(label))
 		require.Equal(t, http.StatusAccepted, code, "%v", res)

@@ -226,7 +226,7 @@ func (s *Service) runOn(ctx context.Context, j *job, label string) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return dbError(err)
 	}
-	qs, err := store.ListQueues(ctx, s.DB)
+	qs, err := s.Registry.Queues(ctx)
 	if err != nil {
 		return dbError(err)
 	}

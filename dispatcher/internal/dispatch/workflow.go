@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/apitypes"
@@ -34,7 +33,7 @@ const maxCachedWorkflows = 512
 // call the organisation's skills (known), its runs-on name queues. Problems come back as
 // a 400 VALIDATION_FAILED whose fields carry line, column, rule and hint.
 func (s *Service) ParseWorkflow(ctx context.Context, src []byte, known func(string) bool) (*workflow.Workflow, error) {
-	labels, err := store.QueueLabels(ctx, s.DB)
+	labels, err := s.Registry.QueueLabels(ctx)
 	if err != nil {
 		return nil, dbError(err)
 	}

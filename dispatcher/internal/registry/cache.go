@@ -43,7 +43,9 @@ type Cache struct {
 	skills map[skillKey]skillEntry
 	orgs   map[string]store.Org
 	queues map[string]store.Queue
-	keys   map[string]keyEntry
+	// queueList holds every registered queue under allQueues, for runs-on classes.
+	queueList map[string][]store.Queue
+	keys      map[string]keyEntry
 
 	// notified is closed and replaced on every invalidation; tests wait on it.
 	notified    chan struct{}
@@ -67,6 +69,7 @@ func (c *Cache) reset() {
 	c.skills = map[skillKey]skillEntry{}
 	c.orgs = map[string]store.Org{}
 	c.queues = map[string]store.Queue{}
+	c.queueList = map[string][]store.Queue{}
 	c.keys = map[string]keyEntry{}
 	c.gen++
 }
@@ -135,6 +138,7 @@ func (c *Cache) invalidate(payload string) {
 			delete(c.skills, skillKey{ch.OrgID, ch.JobType})
 		case "queues":
 			delete(c.queues, ch.Name)
+			delete(c.queueList, allQueues)
 		case "orgs":
 			delete(c.orgs, ch.OrgID)
 		case "api_keys":
@@ -234,6 +238,25 @@ func (c *Cache) Skill(ctx context.Context, orgID, jobType string) (skill.Skill, 
 func (c *Cache) Queue(ctx context.Context, name string) (store.Queue, error) {
 	return readThrough(c, func() map[string]store.Queue { return c.queues }, name,
 		func() (store.Queue, error) { return store.GetQueue(ctx, c.db, name) })
+}
+
+// allQueues is queueList's one key.
+const allQueues = "all"
+
+// Queues returns every registered queue, by name.
+func (c *Cache) Queues(ctx context.Context) ([]store.Queue, error) {
+	return readThrough(c, func() map[string][]store.Queue { return c.queueList }, allQueues,
+		func() ([]store.Queue, error) { return store.ListQueues(ctx, c.db) })
+}
+
+// QueueLabels are the labels work may be sent to: every queue's name and the queue
+// classes (store.Labels).
+func (c *Cache) QueueLabels(ctx context.Context) ([]string, error) {
+	qs, err := c.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return store.Labels(qs), nil
 }
 
 // Org returns an organisation's settings.

@@ -68,9 +68,14 @@ func QueueLabels(ctx context.Context, db DB) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Labels(qs), nil
+}
+
+// Labels are the labels of queues qs: their names and the queue classes.
+func Labels(qs []Queue) []string {
 	labels := []string{"cpu", "gpu"}
 	for _, q := range qs {
 		labels = append(labels, q.Name)
 	}
-	return labels, nil
+	return labels
 }
