@@ -220,7 +220,7 @@ func TestRefusals(t *testing.T) {
 			10, 13, workflow.RuleStaticValue, "include: ${{ fromJSON(…) }}"},
 		{"environment input", "name: t\non:\n  workflow_dispatch:\n    inputs:\n      env: {type: environment}\njobs:\n  a:\n    runs-on: any\n" + step,
 			5, 7, workflow.RuleInput, "type string"},
-		{"job calls a workflow", "name: t\non: workflow_dispatch\njobs:\n  a:\n    uses: ./.github/workflows/x.yaml\n", 5, 11, workflow.RuleSkillCall, "uses: ./skills/<workflow name>"},
+		{"job calls a workflow", "name: t\non: workflow_dispatch\njobs:\n  a:\n    uses: ./.github/workflows/x.yaml\n", 5, 11, workflow.RuleSkillCall, "workflows do not nest"},
 		{"matrix over 256", head + "    strategy:\n      matrix:\n        a: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]\n        b: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]\n" + step,
 			7, 7, workflow.RuleMatrixSize, "exclude"},
 		// actionlint's rules, with the platform's hints.

@@ -24,6 +24,9 @@ type Rules struct {
 	jobs  map[string]*Job
 	steps map[string]stepRef
 	now   func() time.Time
+	// exprs keeps the plan's expressions parsed: the coordinator keeps one Rules per chain
+	// and asks it at every transition.
+	exprs expr.Cache
 }
 
 type stepRef struct {
@@ -130,7 +133,7 @@ func (r *Rules) Begin(s *chain.State, step *chain.Step) (chain.Decision, error) 
 		return chain.Decision{}, fail("env", "jobs."+j.ID+".env", err)
 	}
 	ctx.Status = r.stepStatus(v, ref)
-	ok, err := expr.Condition(orSuccess(st.If), names, ctx)
+	ok, err := r.exprs.Condition(orSuccess(st.If), names, ctx)
 	if err != nil {
 		return chain.Decision{}, fail(st.If, r.stepField(ref)+".if", err)
 	}
@@ -144,7 +147,7 @@ func (r *Rules) Begin(s *chain.State, step *chain.Step) (chain.Decision, error) 
 			payload[k] = v
 			continue
 		}
-		val, err := expr.Interpolate(tmpl, names, ctx)
+		val, err := r.exprs.Interpolate(tmpl, names, ctx)
 		if err != nil {
 			return chain.Decision{}, fail(tmpl, r.stepField(ref)+".with."+k, err)
 		}
@@ -198,7 +201,7 @@ func (r *Rules) jobIf(v *view, j *Job) (bool, error) {
 			}
 			return true
 		}}
-	return expr.Condition(orSuccess(j.If), []string{"inputs", "vars", "needs"}, ctx)
+	return r.exprs.Condition(orSuccess(j.If), []string{"inputs", "vars", "needs"}, ctx)
 }
 
 // orSuccess is an if as written, or GitHub's default for none: success().
@@ -290,7 +293,7 @@ func (r *Rules) stepContext(v *view, ref stepRef, withStep bool) (expr.Context, 
 	for _, scope := range scopes {
 		next := maps.Clone(env)
 		for k, tmpl := range scope {
-			v, err := expr.Interpolate(tmpl, stepContexts, ctx)
+			v, err := r.exprs.Interpolate(tmpl, stepContexts, ctx)
 			if err != nil {
 				return ctx, nil, fmt.Errorf("env %s: %w", k, err)
 			}
@@ -410,7 +413,7 @@ func (r *Rules) jobOutputs(v *view, j *Job) map[string]any {
 			continue
 		}
 		for key, tmpl := range j.Outputs {
-			v, err := expr.Interpolate(tmpl, names, ctx)
+			v, err := r.exprs.Interpolate(tmpl, names, ctx)
 			if s := expr.String(v); err == nil && (s != "" || out[key] == nil) {
 				out[key] = s
 			}
@@ -463,7 +466,7 @@ func (r *Rules) Outcome(s *chain.State) (string, json.RawMessage, json.RawMessag
 	outputs := map[string]any{}
 	ctx := expr.Context{Named: map[string]any{"inputs": r.plan.Inputs, "vars": map[string]any{}, "jobs": jobs}}
 	for _, o := range r.plan.Workflow.Outputs {
-		v, err := expr.Interpolate(o.Value, []string{"inputs", "vars", "jobs"}, ctx)
+		v, err := r.exprs.Interpolate(o.Value, []string{"inputs", "vars", "jobs"}, ctx)
 		if err != nil {
 			failed = append(failed, "outputs."+o.Name)
 			continue

@@ -3,6 +3,8 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -433,4 +435,52 @@ func TestAWideDAGIsWorkedOutOnceAJob(t *testing.T) {
 
 func runstoreStep(id, status, output string) runstore.ChainStep {
 	return runstore.ChainStep{StepID: id, Instance: chain.Whole, Status: status, Output: json.RawMessage(output)}
+}
+
+// BenchmarkContentPipelineRun: the coordinator's rules over a whole run of the catalogue's
+// content-pipeline workflow (4 jobs, templates and outputs at every step) — every step
+// begun and ended on the engine, as the coordinator does with one Rules per chain.
+func BenchmarkContentPipelineRun(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "workflows", "content-pipeline.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, problems := Parse(src, Options{})
+	if len(problems) > 0 {
+		b.Fatal(problems)
+	}
+	const input = `{"source":"a text about otters"}`
+	def, errs := Compile(w, json.RawMessage(input))
+	if errs != nil {
+		b.Fatal(errs)
+	}
+	raw, _ := json.Marshal(def)
+	if def, errs = chain.Parse(raw, nil); errs != nil {
+		b.Fatal(errs)
+	}
+	rules, err := NewRules(def)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h := &hooks{byRun: map[string]chain.Dispatch{}, running: map[string]bool{}}
+		e := &chain.Engine{S: &chain.State{ID: "c1", Status: apitypes.ChainRunning, Def: def, Input: json.RawMessage(input)},
+			Hooks: h, Rules: rules}
+		if err := e.Start(); err != nil {
+			b.Fatal(err)
+		}
+		for n := 1; h.finished == ""; n++ {
+			if n > h.n {
+				b.Fatalf("run stalled after %d steps", h.n)
+			}
+			if err := e.Ended(chain.RunEnd{RunID: fmt.Sprintf("run-%d", n), Status: run.Completed,
+				Output: json.RawMessage(`{"content":"an answer of a few words"}`)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if h.finished != run.Completed {
+			b.Fatalf("run ended %s: %s", h.finished, h.errBody)
+		}
+	}
 }

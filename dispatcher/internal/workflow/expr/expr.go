@@ -135,14 +135,12 @@ func String(v any) string {
 // condition calls a status function itself it means `success() && (condition)`, as on
 // GitHub, so ctx.Status is then needed; an empty condition is success().
 func Condition(src string, contexts []string, ctx Context) (bool, error) {
-	src = strings.TrimSpace(src)
-	if inner, ok := wrapped(src); ok {
-		src = strings.TrimSpace(inner)
-	}
-	if src == "" {
-		src = "success()"
-	}
-	e, err := Parse(src, contexts)
+	return (*Cache)(nil).Condition(src, contexts, ctx)
+}
+
+// Condition is the package's Condition, with the parsed condition kept in c.
+func (c *Cache) Condition(src string, contexts []string, ctx Context) (bool, error) {
+	e, err := c.condition(src, contexts)
 	if err != nil {
 		return false, err
 	}
@@ -192,7 +190,12 @@ func closing(s string, from int) (int, bool) {
 // expression gives that expression's value as it is (a number stays a number, an object an
 // object); otherwise each part is replaced by String(value). No ${{: the string itself.
 func Interpolate(tmpl string, contexts []string, ctx Context) (any, error) {
-	parts, err := parseTemplate(tmpl, contexts)
+	return (*Cache)(nil).Interpolate(tmpl, contexts, ctx)
+}
+
+// Interpolate is the package's Interpolate, with the parsed template kept in c.
+func (c *Cache) Interpolate(tmpl string, contexts []string, ctx Context) (any, error) {
+	parts, err := c.template(tmpl, contexts)
 	if err != nil {
 		return nil, err
 	}
