@@ -1,10 +1,11 @@
 // A run's span tree, drawn for its tier: a line for llm_only, an iteration tree for ReAct
-// (tool_using), a DAG with fork/join counters for chains (laid out by dagre), and plan and
-// reflection steps for autonomous runs. Every llm_call node shows its billing. When a run
-// was resumed, every node names the attempt that made it, and the spans a dead attempt
-// left running show as abandoned.
+// (tool_using), a DAG with fork/join counters for chains (laid out by dagre), and for
+// autonomous runs the tier 4 view of agenttree.js above the folded full tree. Every llm_call
+// node shows its billing. When a run was resumed, every node names the attempt that made
+// it, and the spans a dead attempt left running show as abandoned.
 import { Graph, layout } from '@dagrejs/dagre';
 import { html, usd, ms } from './ui.js';
+import { AgentRun } from './agenttree.js';
 
 const byStart = (a, b) => new Date(a.startedAt) - new Date(b.startedAt) || (a.id < b.id ? -1 : 1);
 
@@ -52,7 +53,8 @@ export function NodeCard({ s, label, attempts }) {
 // never its position among the nodes drawn: a resumed run's iterations keep their numbers.
 const iterationLabel = (n) => `iteration ${n.attributes?.iteration ?? n.name.replace(/^iteration /, '')}`;
 
-function Nested({ nodes, depth = 0, attempts }) {
+/** Nested draws span nodes (with children arrays) as an indented tree. */
+export function Nested({ nodes, depth = 0, attempts }) {
   if (!nodes.length) return null;
   return html`<ul class=${depth ? 'tree' : 'tree root'}>${nodes.map((n) => {
     const label = n.type === 'react_iteration' ? iterationLabel(n) : undefined;
@@ -63,14 +65,6 @@ function Nested({ nodes, depth = 0, attempts }) {
 function Line({ spans, attempts }) {
   return html`<div class="line" data-testid="line">${[...spans].sort(byStart).map((s, i) =>
     html`${i ? html`<span class="arrow">→</span>` : null}<${NodeCard} s=${s} key=${s.id} attempts=${attempts} />`)}</div>`;
-}
-
-const PLAN = new Set(['goal_decompose', 'plan_adjust', 'reflection', 'goal_evaluate']);
-
-function Steps({ spans, attempts }) {
-  const steps = spans.filter((s) => PLAN.has(s.type) || s.type === 'react_iteration').sort(byStart);
-  return html`<ol class="steps" data-testid="steps">${steps.map((s) =>
-    html`<li key=${s.id} class=${'step-' + s.type}><${NodeCard} s=${s} attempts=${attempts} /></li>`)}</ol>`;
 }
 
 const DAG_TYPES = new Set(['chain_step', 'chain_fork', 'chain_join']);
@@ -116,8 +110,10 @@ function Dag({ spans }) {
 }
 
 /** SpanTree draws the spans of one run (or chain) for its execution type; dag=false leaves
- * out a chain's span DAG where the page draws the chain's own (pages/chain.js). */
-export function SpanTree({ spans, executionType, dag = true }) {
+ * out a chain's span DAG where the page draws the chain's own (pages/chain.js). pending is
+ * what an autonomous run paused for approval waits on, reviews the decisions on its pauses
+ * (agenttree.js, AgentRun). */
+export function SpanTree({ spans, executionType, dag = true, pending = null, reviews = [] }) {
   const roots = buildTree(spans);
   const tier = executionType || 'llm_only';
   // More than one attempt made spans: the run was resumed, and each node says whose it is.
@@ -125,7 +121,8 @@ export function SpanTree({ spans, executionType, dag = true }) {
   return html`<div class=${'spantree tier-' + tier} data-testid="spantree" data-tier=${tier}>
     ${tier === 'llm_only' ? html`<${Line} spans=${spans} attempts=${attempts} />` : null}
     ${tier === 'chain' && dag ? html`<${Dag} spans=${spans} />` : null}
-    ${tier === 'autonomous' ? html`<${Steps} spans=${spans} attempts=${attempts} />` : null}
-    ${tier !== 'llm_only' ? html`<${Nested} nodes=${roots} attempts=${attempts} />` : null}
+    ${tier === 'autonomous' ? html`<${AgentRun} spans=${spans} attempts=${attempts} pending=${pending} reviews=${reviews} />
+      <details class="allspans"><summary>All spans (${spans.length})</summary><${Nested} nodes=${roots} attempts=${attempts} /></details>` : null}
+    ${tier !== 'llm_only' && tier !== 'autonomous' ? html`<${Nested} nodes=${roots} attempts=${attempts} />` : null}
   </div>`;
 }

@@ -5,6 +5,7 @@
 // listing its steps, which drill into their runs' span trees the same way.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { useReview } from '../review.js';
 import { openStream } from '../stream.js';
 import { SpanTree } from '../tree.js';
 import { layoutChain, layoutWorkflow, groupJobs, counters, stepName, reasonText, MAX_CHIPS } from '../dag.js';
@@ -50,15 +51,7 @@ const stepKey = (s) => (s.instance != null ? `${s.stepId}[${s.instance}]` : s.st
 /** Decide is Approve and Reject (with its required reason) for a held step's run. */
 function Decide({ jobId, onDone, onError }) {
   const [rejecting, setRejecting] = useState(false);
-  const [reason, setReason] = useState('');
-  const [busy, setBusy] = useState(false);
-  const send = async (what) => {
-    setBusy(true);
-    try {
-      await api('POST', `/dispatch/${jobId}/${what}`, { reason });
-      onDone(what);
-    } catch (err) { onError(err); } finally { setBusy(false); }
-  };
+  const { reason, setReason, busy, send } = useReview(jobId, onDone, onError);
   const stop = (e) => e.stopPropagation();
   if (rejecting) {
     return html`<form class="decide-node" onClick=${stop} onSubmit=${(e) => { e.preventDefault(); send('reject'); }}>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { useReview } from '../review.js';
 import { html, ErrorBox, Loading, Empty, StatusBadge, usd, when } from '../ui.js';
 
 function reasonText(r) {
@@ -9,17 +10,7 @@ function reasonText(r) {
 }
 
 function ReviewCard({ item, onDone }) {
-  const [reason, setReason] = useState('');
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const decide = async (what) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api('POST', `/dispatch/${item.jobId}/${what}`, { reason });
-      onDone(item.jobId, what);
-    } catch (err) { setError(err); } finally { setBusy(false); }
-  };
+  const { reason, setReason, busy, error, send: decide } = useReview(item.jobId, (what) => onDone(item.jobId, what));
   return html`<article class="review" data-job=${item.jobId}>
     <header><a href=${'#/runs/' + item.jobId}>${item.jobType}</a> <small>${item.jobId}</small> <${StatusBadge} status=${item.status} />
       <span>risk <b>${item.riskLevel || '—'}</b></span> <span>created ${when(item.timings?.createdAt)}</span></header>

@@ -6,7 +6,10 @@ import { ChainView } from './chain.js';
 import { html, ErrorBox, Loading, Empty, StatusBadge, ConnBadge, TERMINAL, usd, when, ms } from '../ui.js';
 
 const STATUS_EVENTS = new Set(['job:queued', 'job:held', 'job:approved', 'job:rejected', 'job:started',
-  'job:completed', 'job:failed', 'job:cancelled', 'job:retrying']);
+  'job:completed', 'job:failed', 'job:cancelled', 'job:retrying', 'job:pending_review']);
+
+// holdText is why a run was held: a governance reason, or a tool call held for approval.
+const holdText = (r) => r.reason || r.detector || (r.tool ? `${r.tool} (${r.code || 'held'})` : JSON.stringify(r));
 
 /** RunView is one run's page: a chain's parent run shows its chain (pages/chain.js), any
  * other run its span tree. */
@@ -28,12 +31,20 @@ function JobView({ id, initial }) {
   const [events, setEvents] = useState([]);
   const [conn, setConn] = useState({ state: 'connecting' });
   const [note, setNote] = useState(null);
+  // The last job:pending_review: what a paused autonomous run waits on, and since when.
+  const [paused, setPaused] = useState(null);
+  // Reviews of pauses (job:approved / job:rejected from pending_review), in order.
+  const [reviews, setReviews] = useState([]);
 
   const reload = () => api('GET', '/dispatch/' + id).then(setRun, setError);
   useEffect(() => {
     const s = openStream({ job_id: id }, (env) => {
       setEvents((list) => [...list.slice(-199), env]);
       if (env.type === 'job:span' && env.data?.id) setSpans((m) => new Map(m).set(env.data.id, env.data));
+      if (env.type === 'job:pending_review') setPaused({ ...env.data, since: env.ts });
+      if ((env.type === 'job:approved' || env.type === 'job:rejected') && env.data?.from_status === 'pending_review') {
+        setReviews((l) => [...l, { decision: env.type === 'job:approved' ? 'approved' : 'rejected', reviewer: env.data.reviewer, reason: env.data.reason }]);
+      }
       if (STATUS_EVENTS.has(env.type)) reload();
     }, (state, detail) => setConn({ state, detail }));
     return () => s.close();
@@ -52,6 +63,14 @@ function JobView({ id, initial }) {
     } catch (err) { setError(err); }
   };
 
+  // While the run waits for approval, its tree shows where, with Approve and Reject.
+  const pending = run?.status === 'pending_review' && run.executionType === 'autonomous' ? {
+    jobId: id, agentStep: paused?.agent_step, agent: paused?.agent, stepId: paused?.step_id,
+    tools: paused?.tools || (run.holdReasons || []).filter((r) => r.tool),
+    reasoning: paused?.reasoning || '', since: paused?.since, deadline: run.approvalDeadline,
+    onDecided: (what) => { setNote(what === 'approve' ? 'Approved: the run goes on.' : 'Rejected: the agent is told why and goes on.'); reload(); },
+  } : null;
+
   if (error && !run) return html`<section><p><a href="#/runs">← runs</a></p><${ErrorBox} error=${error} /></section>`;
   if (!run) return html`<${Loading} what="run" />`;
   return html`<section class="run">
@@ -69,12 +88,12 @@ function JobView({ id, initial }) {
     </div>
     ${run.chainStep ? html`<div class="banner info" data-testid="chain-step">Step <b>${run.chainStep}</b> of chain
       <a href=${'#/chains/' + run.chainId}>${run.chainId}</a></div>` : null}
-    ${note ? html`<div class="banner info">${note}</div>` : null}
+    ${note ? html`<div class="banner info" data-testid="note">${note}</div>` : null}
     <${ErrorBox} error=${error} />
-    ${run.holdReasons?.length ? html`<div class="banner warn">Held: ${run.holdReasons.map((r) => r.reason || r.detector || JSON.stringify(r)).join('; ')}</div>` : null}
+    ${run.holdReasons?.length && !pending ? html`<div class="banner warn">Held: ${run.holdReasons.map(holdText).join('; ')}</div>` : null}
     ${run.error ? html`<div class="banner error"><strong>${run.error.code}</strong> ${run.error.message}</div>` : null}
     <h3>Span tree</h3>
-    ${list.length ? html`<${SpanTree} spans=${list} executionType=${run.executionType} />`
+    ${list.length ? html`<${SpanTree} spans=${list} executionType=${run.executionType} pending=${pending} reviews=${reviews} />`
       : conn.state === 'live' ? html`<${Empty}>No spans yet: the run has not started.</${Empty}>` : html`<${Loading} what="spans" />`}
     ${run.output ? html`<h3>Output</h3><pre class="output" data-testid="output">${JSON.stringify(run.output, null, 2)}</pre>` : null}
     <details><summary>Events (${events.length})</summary>
