@@ -40,7 +40,9 @@ func TestUI(t *testing.T) {
 	cmd.Dir = filepath.Join(root, "web")
 	// Keys go in the environment, not argv, where any process listing would show them.
 	cmd.Env = append(os.Environ(), "SWITCHYARD_UI_ADMIN_KEY="+s.AdminKey,
-		"SWITCHYARD_UI_OTHER_KEY="+strings.TrimSpace(string(otherKey)))
+		"SWITCHYARD_UI_OTHER_KEY="+strings.TrimSpace(string(otherKey)),
+		// The autonomous tests (tests/autonomous.mjs) post their sim-llm scripts here.
+		"SWITCHYARD_UI_SIM_URL="+s.SimURL)
 	out, err := cmd.CombinedOutput()
 	t.Logf("browser tests:\n%s", out)
 	require.NoError(t, err, "browser tests failed; screenshots in web/test-artifacts/")

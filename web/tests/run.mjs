@@ -11,6 +11,7 @@ import { mkdtemp, mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { autonomousTests } from './autonomous.mjs';
 
 const base = (process.argv[2] || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const adminKey = process.env.SWITCHYARD_UI_ADMIN_KEY;
@@ -599,6 +600,8 @@ await test('a workflow run is drawn as its jobs: matrix counter, results, steps 
   await page.locator('[data-testid=job-detail][data-wfjob=join] [data-testid=job-outputs]').waitFor();
   assert((await page.locator('[data-testid=job-detail][data-wfjob=join] li[data-step]').count()) === 1, 'join has one step');
 });
+
+await autonomousTests({ test, page, base, adminKey, call, dispatch, waitRun, shot, assert, sleep, Skip });
 
 await test('a second organisation sees none of the first one\'s runs', async () => {
   const B = await browserContext();
