@@ -4,6 +4,10 @@
 // marker in the goal, which every call of the run quotes; the skills are saved through the
 // API. The agent labels its calls [call:plan|step|reflection|evaluate].
 
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 const rule = (name, call, match, ...answers) => ({ name, match: { call, ...match }, answers, exhausted: 'error' });
 const json = (v) => ({ json: v });
 const verdict = (v, reasoning) => json({ verdict: v, reasoning, summary: reasoning });
@@ -14,16 +18,19 @@ const planOf = (...steps) => json({ steps: steps.map(([id, type, ...tools], i) =
 const toolStep = (name, ids, tool, args) => ({ name, match: { call: 'step', last_role: 'user', regex: `Your step \\((${ids})\\)` },
   answers: [{ tool_calls: [{ name: tool, arguments: args }] }], exhausted: 'repeat' });
 
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const TERMINAL = ['completed', 'completed_max_iterations', 'completed_budget_exhausted', 'failed', 'timed_out', 'cancelled', 'rejected'];
+
 /** autonomousTests registers the tier 4 browser tests; h holds run.mjs's helpers. */
 export async function autonomousTests(h) {
-  const { test, page, base, call, dispatch, waitRun, shot, assert, sleep, Skip } = h;
+  const { test, page, base, call, dispatch, waitRun, shot, assert, sleep, Skip } = h; // and adminKey, requireSkill
   const simURL = process.env.SWITCHYARD_UI_SIM_URL;
 
-  async function script(name, rules) {
+  async function script(name, rules, unmatched = 'error') {
     if (!simURL) throw new Skip('SWITCHYARD_UI_SIM_URL is not set: no sim-llm to script');
     const res = await fetch(simURL.replace(/\/$/, '') + '/sim/scripts', {
       method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name, unmatched: 'error', rules }),
+      body: JSON.stringify({ name, unmatched, rules }),
     });
     assert(res.ok, `install sim script ${name}: ${res.status} ${await res.text()}`);
   }
@@ -186,4 +193,46 @@ export async function autonomousTests(h) {
     assert(r.output?.content === 'No ticket filed.', 'the agent went on without the call: ' + JSON.stringify(r.output));
     await shot(page, '34-autonomous-rejected');
   });
+
+  // A pattern's agents side by side, for the catalogue's pattern demos once they exist (they
+  // are skipped until then): every `agent` span is a column in agent order with its role,
+  // and the judge's `chosen` agent is the one marked chosen (span contract: docs/executor.md).
+  for (const demo of ['demo_compete', 'demo_critic']) {
+    await test(`a ${demo} run draws its agents side by side with the judge's choice`, async () => {
+      await h.requireSkill(demo);
+      const file = path.join(repo, 'scripts', 'sim', demo + '.json');
+      let body;
+      try { body = JSON.parse(await readFile(file, 'utf8')); } catch { throw new Skip(`no sim-llm script ${file}`); }
+      await script(body.name, body.rules, body.unmatched || 'hash');
+      const d = await dispatch(demo, `Which is the better name for a weather bot, Nimbus or Cirrus? [sim-script:${body.name}]`);
+      await page.goto(base + '/ui/#/runs/' + d.jobId);
+      // A demo may hold a call for a reviewer: approve it (through the API) until the run ends.
+      let end;
+      for (let i = 0; i < 5; i++) {
+        end = await waitRun(d.jobId, (r) => TERMINAL.includes(r.status) || r.status === 'pending_review', 'an end', 90000);
+        if (end.status !== 'pending_review') break;
+        await call(h.adminKey, 'POST', `/dispatch/${d.jobId}/approve`, { reason: 'browser test' });
+        await waitRun(d.jobId, (r) => r.status !== 'pending_review', 'resumed', 30000);
+      }
+      const spans = (await call(h.adminKey, 'GET', `/dispatch/${d.jobId}/spans`)).body.spans || [];
+      const agents = spans.filter((s) => s.type === 'agent').sort((x, y) => x.attributes.agent - y.attributes.agent);
+      if (!agents.length) throw new Skip(`${demo} ended ${end.status} without agent spans`);
+      const judge = spans.find((s) => s.type === 'judge');
+      await page.locator(`.facts [data-status=${end.status}]`).waitFor();
+      const cols = page.locator('[data-testid=agents] [data-testid=agent]');
+      await page.waitForFunction((n) => document.querySelectorAll('[data-testid=agents] [data-testid=agent]').length === n, agents.length);
+      const drawn = await cols.evaluateAll((els) => els.map((e) => [e.dataset.agent, e.dataset.role, e.dataset.chosen]));
+      const want = agents.map((a) => [String(a.attributes.agent), a.attributes.role || '',
+        String(judge?.attributes?.chosen != null && judge.attributes.chosen === a.attributes.agent)]);
+      assert(JSON.stringify(drawn) === JSON.stringify(want), `columns ${JSON.stringify(drawn)}, want ${JSON.stringify(want)}`);
+      if (judge) {
+        const card = page.locator('[data-testid=a-judge]');
+        assert((await card.getAttribute('data-chosen')) === String(judge.attributes.chosen ?? ''), 'the judge card names the chosen agent');
+        if (judge.attributes.reasoning) {
+          assert((await card.locator('[data-testid=judge-reasoning]').textContent()) === judge.attributes.reasoning, 'the judge\'s reasoning');
+        }
+      }
+      await shot(page, `35-${demo}`);
+    });
+  }
 }

@@ -601,7 +601,7 @@ await test('a workflow run is drawn as its jobs: matrix counter, results, steps 
   assert((await page.locator('[data-testid=job-detail][data-wfjob=join] li[data-step]').count()) === 1, 'join has one step');
 });
 
-await autonomousTests({ test, page, base, adminKey, call, dispatch, waitRun, shot, assert, sleep, Skip });
+await autonomousTests({ test, page, base, adminKey, call, dispatch, waitRun, requireSkill, shot, assert, sleep, Skip });
 
 await test('a second organisation sees none of the first one\'s runs', async () => {
   const B = await browserContext();
