@@ -84,6 +84,7 @@ const (
 	CodeWorkflowExpression         = "WORKFLOW_EXPRESSION_FAILED"
 	CodePlanParseFailed            = "PLAN_PARSE_FAILED"
 	CodeAgentStepFailed            = "AGENT_STEP_FAILED"
+	CodeCostEstimateExceeded       = "COST_ESTIMATE_EXCEEDS_CEILING"
 )
 
 // Where says which part of the platform answers with a code or records it.
@@ -185,6 +186,7 @@ var specs = []Spec{
 	{CodeWorkflowExpression, 0, Run, true},
 	{CodePlanParseFailed, 0, Run, true},
 	{CodeAgentStepFailed, 0, Run, true},
+	{CodeCostEstimateExceeded, 0, Run, true},
 }
 
 // StatusClientClosedRequest is the status of an answer to a caller that went away

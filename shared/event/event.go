@@ -43,6 +43,10 @@ const (
 	// JobPlanAdjusted: {kind adjust|replan, agent_step, reasoning, removed[], added[],
 	// steps[]} — a reflection changed the remaining steps.
 	JobPlanAdjusted = "job:plan_adjusted"
+	// JobThinking: {jobId, agent?, phase plan|reflection|evaluation|judge|critique|synthesis,
+	// agent_step?, reasoning} — an agent's reasoning as it answered (agent: the agent of a
+	// multi-agent pattern, 1-based).
+	JobThinking = "job:thinking"
 	// JobPendingReview: {status, tools[] {tool, call_id, arguments}, reasoning, and for an
 	// agent agent_step, step_id, step} — the run paused for a reviewer's decision on the
 	// proposed tool calls (besides job:held, which carries the hold's reason code).

@@ -69,3 +69,60 @@ func TestCatalogueRefusesABadAutonomousBlock(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"max_steps":4}`, string(s.Autonomous))
 }
+
+// TestAutonomousPatterns: each pattern's fields get their defaults, and a field of another
+// pattern, a count out of range or a specialist's tool the skill lacks is a problem naming
+// its field.
+func TestAutonomousPatterns(t *testing.T) {
+	t.Parallel()
+	a, problems := skill.ParseAutonomous(json.RawMessage(`{"agent_pattern":"compete"}`), nil)
+	require.Empty(t, problems)
+	require.Equal(t, 3, a.Agents)
+	require.Equal(t, 3, a.AgentCount())
+	a, problems = skill.ParseAutonomous(json.RawMessage(`{"agent_pattern":"self_consistent","agents":5,
+		"temperatures":[0.1,0.9],"prompts":["be terse"],"judge_prompt":"pick"}`), nil)
+	require.Empty(t, problems)
+	require.Equal(t, []float64{0.1, 0.9}, a.Temperatures)
+	a, problems = skill.ParseAutonomous(json.RawMessage(`{"agent_pattern":"critic","critic_prompt":"be harsh"}`), nil)
+	require.Empty(t, problems)
+	require.Equal(t, 2, a.Rounds)
+	require.Equal(t, 5, a.AgentCount(), "a generator, then a critic and a reviser per round")
+	a, problems = skill.ParseAutonomous(json.RawMessage(`{"agent_pattern":"collaborate","coordinator_prompt":"merge",
+		"specialists":[{"role":"researcher","prompt":"find","tools":["search"]},{"role":"writer","prompt":"write"}]}`),
+		[]string{"search"})
+	require.Empty(t, problems)
+	require.Equal(t, 2, a.AgentCount())
+	require.Equal(t, []string{"search"}, a.Specialists[0].Tools)
+	a, problems = skill.ParseAutonomous(nil, nil)
+	require.Empty(t, problems)
+	require.Zero(t, a.Agents, "execute has no agents field")
+	require.Equal(t, 1, a.AgentCount())
+
+	for _, tc := range []struct {
+		raw  string
+		want map[string]string
+	}{
+		{`{"agent_pattern":"compete","agents":11,"rounds":3,"temperatures":[0.5]}`,
+			map[string]string{"autonomous.agents": "range", "autonomous.rounds": "pattern", "autonomous.temperatures": "pattern"}},
+		{`{"agent_pattern":"self_consistent","agents":2,"temperatures":[0.1,2.5,0.3],"prompts":[""]}`,
+			map[string]string{"autonomous.temperatures": "max", "autonomous.temperatures[1]": "range", "autonomous.prompts[0]": "range"}},
+		{`{"agents":3,"judge_prompt":"x"}`,
+			map[string]string{"autonomous.agents": "pattern", "autonomous.judge_prompt": "pattern"}},
+		{`{"agent_pattern":"critic","rounds":11,"critic_prompt":"x","coordinator_prompt":"y"}`,
+			map[string]string{"autonomous.rounds": "range", "autonomous.coordinator_prompt": "pattern"}},
+		{`{"agent_pattern":"collaborate"}`, map[string]string{"autonomous.specialists": "required"}},
+		{`{"agent_pattern":"collaborate","specialists":[{"role":"a","prompt":"p","tools":["search","rm"]},{"role":"a","prompt":""}]}`,
+			map[string]string{"autonomous.specialists[0].tools[1]": "subset", "autonomous.specialists[1].role": "unique",
+				"autonomous.specialists[1].prompt": "range"}},
+		{`{"agent_pattern":"collaborate","specialists":[{"role":"a","prompt":"p"}]}`,
+			map[string]string{"autonomous.specialists": "range"}},
+		{`{"temperatures":["hot"]}`, map[string]string{"autonomous.temperatures": "type"}},
+	} {
+		_, problems := skill.ParseAutonomous(json.RawMessage(tc.raw), []string{"search"})
+		got := map[string]string{}
+		for _, p := range problems {
+			got[p.Field] = p.Rule
+		}
+		require.Equal(t, tc.want, got, tc.raw)
+	}
+}

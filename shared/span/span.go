@@ -32,6 +32,12 @@ const (
 	GoalEvaluate     Type = "goal_evaluate"
 	BatchFanout      Type = "batch_fanout"
 	BatchAggregate   Type = "batch_aggregate"
+	// Agent is one agent of an autonomous run's multi-agent pattern (compete,
+	// self_consistent, critic, collaborate); its phases' spans hang under it.
+	Agent Type = "agent"
+	// Judge is the call that picks (compete, self_consistent) or synthesises (collaborate)
+	// the answer of a multi-agent pattern.
+	Judge Type = "judge"
 )
 
 // Status of a span.

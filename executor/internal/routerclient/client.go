@@ -53,6 +53,9 @@ type Job struct {
 type Answer struct {
 	openai.ChatCompletionResponse
 	aichat.Billing
+	// Replayed says the answer came from the run's journal (an earlier attempt's), not from
+	// the router: whatever it caused was announced by that attempt already.
+	Replayed bool `json:"-"`
 }
 
 // Error is a failed call. Retryable is false for answers that another attempt cannot

@@ -52,6 +52,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 	} else if ok {
 		x.log.Info("llm answer replayed from journal", "step", step)
 		x.Metrics.LLMReplayed()
+		prior.Answer.Replayed = true
 		return &prior.Answer, nil
 	}
 
@@ -254,16 +255,24 @@ func (x *execution) queueEvent(typ string, data any) {
 	x.buf.events = append(x.buf.events, d)
 }
 
-// writeBuffer holds spans and events not yet written.
+// writeBuffer holds spans and events not yet written. It is safe for concurrent use: the
+// agents of a multi-agent pattern share one execution.
 type writeBuffer struct {
 	mu     sync.Mutex
 	spans  runstore.SpanBatch
 	events []event.Draft
+	// writing is held by whoever takes the buffer to write it, until the write is done, so
+	// that writes reach Postgres in the order the buffer was taken: two concurrent flushes
+	// would otherwise race, and an older state of a span (running) could overwrite a newer
+	// one (ended), or events publish out of seq order.
+	writing sync.Mutex
 }
 
 // flush writes the buffered spans and events in one round trip and two statements (one
 // implicit transaction), then publishes the events.
 func (x *execution) flush(ctx context.Context) {
+	x.buf.writing.Lock()
+	defer x.buf.writing.Unlock()
 	x.buf.mu.Lock()
 	spans, drafts := x.buf.spans, x.buf.events
 	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil
@@ -297,6 +306,8 @@ func (x *execution) flush(ctx context.Context) {
 // finish ends the run, writing what is buffered in the same round trip.
 func (x *execution) finish(ctx context.Context, log *slog.Logger, rn Run, st run.Status, output map[string]any,
 	errBody json.RawMessage, warnings ...string) error {
+	x.buf.writing.Lock()
+	defer x.buf.writing.Unlock()
 	x.buf.mu.Lock()
 	spans, drafts := x.buf.spans, x.buf.events
 	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil

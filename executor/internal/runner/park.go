@@ -125,6 +125,8 @@ func (x *execution) park(ctx context.Context, reason string, delay time.Duration
 		return err
 	}
 	// The park, its event and what the attempt still buffers go in one round trip.
+	x.buf.writing.Lock()
+	defer x.buf.writing.Unlock()
 	x.buf.mu.Lock()
 	spans, drafts := x.buf.spans, x.buf.events
 	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil

@@ -237,7 +237,7 @@ func (x *execution) execute(ctx context.Context) error {
 		"execution_type": sk.ExecutionType})
 
 	job := tier.Job{RunID: rn.ID, OrgID: rn.OrgID, TraceID: rn.TraceID, JobType: rn.JobType, UserID: rn.UserID,
-		Skill: sk, Payload: rn.Payload, RootSpanID: rn.ID}
+		Skill: sk, Payload: rn.Payload, RootSpanID: rn.ID, CostCeilingUSD: rn.CostCeilingUSD}
 	var out tier.Outcome
 	switch run.ExecutionType(sk.ExecutionType) {
 	case run.LLMOnly:
@@ -332,6 +332,9 @@ func (x *execution) retryOrFail(ctx context.Context, err error) error {
 	}
 	code, msg, permanent := classify(err)
 	e := codedError(code, msg)
+	if pe, ok := errors.AsType[*tier.PermanentError](err); ok && (pe.Context != nil || pe.Troubleshooting != nil) {
+		e = structuredError(code, msg, pe.Troubleshooting, pe.Context)
+	}
 	retries, maxRetry := x.taskDelivery(ctx)
 	maxRetry = queue.RetryBudget(maxRetry)
 	if permanent || retries >= maxRetry {
@@ -359,6 +362,13 @@ func classify(err error) (code, msg string, permanent bool) {
 
 func codedError(code, msg string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"code": code, "message": msg, "at": time.Now().UTC()})
+	return b
+}
+
+// structuredError is codedError with what to do about it and the figures behind it.
+func structuredError(code, msg string, troubleshooting []string, context map[string]any) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"code": code, "message": msg, "troubleshooting": troubleshooting,
+		"context": context, "at": time.Now().UTC()})
 	return b
 }
 

@@ -52,6 +52,12 @@ func (x *execution) CheckCancel(ctx context.Context) error {
 	return nil
 }
 
+// CallPrice implements tier.Env.
+func (x *execution) CallPrice(ctx context.Context) (tier.Price, bool, error) {
+	in, out, ok, err := callPrice(ctx, x.DB, x.skill.ModelOverride)
+	return tier.Price{InputPerMTok: in, OutputPerMTok: out}, ok, err
+}
+
 // CallTool implements tier.Env: journal before moving on; side-effecting calls go through
 // the tool-call ledger so that one idempotency key reaches the tool at most once — or, for
 // a tool that honours the key, answers the same whatever the number of times it is sent.

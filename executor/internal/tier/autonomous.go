@@ -76,27 +76,42 @@ func Autonomous(ctx context.Context, env Env, job Job) (Outcome, error) {
 		return Outcome{}, Permanent(apierr.CodeValidationFailed, "the skill's autonomous block: %s %s",
 			problems[0].Field, problems[0].Message)
 	}
-	msgs, err := Messages(job.Skill, job.Payload)
+	if cfg.AgentPattern != skill.PatternExecute {
+		return runPattern(ctx, env, job, cfg)
+	}
+	a, err := newAgent(ctx, &scoped{Env: env}, job, cfg)
 	if err != nil {
 		return Outcome{}, err
+	}
+	return a.run(ctx)
+}
+
+// newAgent prepares an agent for job: its goal is the payload's conversation, its tools
+// those of job.Skill.Tools that the run is offered.
+func newAgent(ctx context.Context, env Env, job Job, cfg skill.Autonomous) (*agent, error) {
+	msgs, err := Messages(job.Skill, job.Payload)
+	if err != nil {
+		return nil, err
 	}
 	var tools []tool.Tool
 	if len(job.Skill.Tools) > 0 {
 		if tools, err = env.Tools(ctx); err != nil {
-			return Outcome{}, err
+			return nil, err
 		}
 	}
 	a := &agent{env: env, job: job, cfg: cfg, byName: map[string]tool.Tool{}}
 	for _, t := range tools {
-		a.byName[t.Name] = t
-		a.toolNames = append(a.toolNames, t.Name)
+		if slices.Contains(job.Skill.Tools, t.Name) {
+			a.byName[t.Name] = t
+			a.toolNames = append(a.toolNames, t.Name)
+		}
 	}
 	for _, m := range msgs {
 		if m.Role != openai.ChatMessageRoleSystem {
 			a.goal = append(a.goal, m)
 		}
 	}
-	return a.run(ctx)
+	return a, nil
 }
 
 // agent is one autonomous run's state, rebuilt from the journal's answers on resume.
@@ -216,9 +231,10 @@ func (a *agent) plan(ctx context.Context, parent, why string) ([]planStep, error
 		fmt.Fprintf(&user, "\n%s\nThe previous plan was abandoned: %s\nPlan the rest of the goal afresh; "+
 			"do not repeat what is done, and give the new steps new step_ids.\n", a.memoryText(), why)
 	}
-	user.WriteString("\nAnswer with a JSON object: {\"steps\": [{\"step_id\", \"description\", \"execution_type\", " +
+	user.WriteString("\nAnswer with a JSON object: {\"reasoning\", \"steps\": [{\"step_id\", \"description\", \"execution_type\", " +
 		"\"tools\", \"success_criteria\", \"depends_on\"}]}.")
 	var steps []planStep
+	var reasoning string
 	tries, err := a.askJSON(ctx, fmt.Sprintf("plan/%d", g), sp.ID, cmp.Or(a.cfg.PlannerPrompt, defaultPlannerPrompt),
 		user.String(), "plan", callPlan, planSchema, planExample, func(content string) []string {
 			var p planAnswer
@@ -227,6 +243,7 @@ func (a *agent) plan(ctx context.Context, parent, why string) ([]planStep, error
 			}
 			var problems []string
 			steps, problems = checkSteps(p.Steps, a.doneIDs(), a.toolNames, false)
+			reasoning = p.Reasoning
 			return problems
 		})
 	sp.Set("tries", tries)
@@ -237,6 +254,7 @@ func (a *agent) plan(ctx context.Context, parent, why string) ([]planStep, error
 	sp.Set("steps", stepIDs(steps))
 	a.env.EndSpan(ctx, sp, span.OK)
 	a.env.Event(ctx, event.JobPlanCreated, map[string]any{"plan": g, "replan": g > 1, "steps": steps})
+	a.think(ctx, "plan", 0, reasoning)
 	return steps, nil
 }
 
@@ -324,6 +342,7 @@ func (a *agent) reflect(ctx context.Context, parent *span.Span, n int, st planSt
 	a.env.EndSpan(ctx, sp, span.OK)
 	a.env.Event(ctx, event.JobReflection, map[string]any{"agent_step": n, "step_id": st.StepID,
 		"verdict": rf.Verdict, "reasoning": rf.Reasoning})
+	a.think(ctx, "reflection", n, rf.Reasoning)
 	return rf, nil
 }
 
@@ -397,6 +416,7 @@ func (a *agent) evaluate(ctx context.Context, exhausted string) (Outcome, error)
 	}
 	sp.Set("goal_achieved", ev.Achieved).Set("reasoning", ev.Reasoning)
 	a.env.EndSpan(ctx, sp, span.OK)
+	a.think(ctx, "evaluation", 0, ev.Reasoning)
 
 	done := a.done
 	if done == nil {

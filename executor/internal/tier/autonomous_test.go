@@ -75,6 +75,9 @@ func (e *agentEnv) Chat(_ context.Context, step, _ string, req openai.ChatComple
 	e.mu.Lock()
 	e.requests[step] = req
 	e.mu.Unlock()
+	e.j.mu.Lock()
+	_, replayed := e.j.entries[step]
+	e.j.mu.Unlock()
 	v, err := e.write(step, nil, func() (any, error) {
 		m, ok := e.script[step]
 		if !ok {
@@ -85,7 +88,7 @@ func (e *agentEnv) Chat(_ context.Context, step, _ string, req openai.ChatComple
 	if err != nil {
 		return nil, err
 	}
-	a := &routerclient.Answer{}
+	a := &routerclient.Answer{Replayed: replayed}
 	a.Choices = []openai.ChatCompletionChoice{{Message: v.(openai.ChatCompletionMessage)}}
 	return a, nil
 }
@@ -248,7 +251,10 @@ func TestAutonomousVerdicts(t *testing.T) {
 			require.Equal(t, []string{"plan/1"}, env.spansOf(span.GoalDecompose))
 			require.Equal(t, []string{"eval"}, env.spansOf(span.GoalEvaluate))
 			require.Equal(t, []string{"exec/1", "exec/2"}, env.spansOf(span.ChainStep))
-			require.Equal(t, []string{"job:plan_created", "job:progress", "job:reflection", "job:reflection"}, env.events)
+			require.Equal(t, []string{"job:plan_created", "job:progress", "job:reflection", "job:thinking",
+				"job:reflection", "job:thinking", "job:thinking"}, env.events)
+			require.Equal(t, map[string]any{"jobId": "run", "phase": "reflection", "agent_step": float64(1),
+				"reasoning": "a returned what s1 needs"}, env.eventsOf["job:thinking"][0])
 		},
 	}, {
 		name: "adjust replaces the remaining steps",
@@ -284,8 +290,8 @@ func TestAutonomousVerdicts(t *testing.T) {
 			require.Contains(t, replan, "summary: the goal was misread", "the new plan knows what is done")
 			require.Equal(t, []string{"plan/1", "plan/2"}, env.spansOf(span.GoalDecompose))
 			require.Equal(t, []string{"replan/1"}, env.spansOf(span.PlanAdjust))
-			require.Equal(t, []string{"job:plan_created", "job:progress", "job:reflection", "job:plan_created",
-				"job:plan_adjusted", "job:reflection"}, env.events)
+			require.Equal(t, []string{"job:plan_created", "job:progress", "job:reflection", "job:thinking",
+				"job:plan_created", "job:plan_adjusted", "job:reflection", "job:thinking", "job:thinking"}, env.events)
 		},
 	}, {
 		name: "fail ends the run with the reasoning",

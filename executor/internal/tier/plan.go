@@ -37,7 +37,8 @@ func (c *criteria) UnmarshalJSON(b []byte) error {
 
 // planAnswer is the planner's answer.
 type planAnswer struct {
-	Steps []planStep `json:"steps"`
+	Reasoning string     `json:"reasoning"`
+	Steps     []planStep `json:"steps"`
 }
 
 // The JSON schemas sent as response_format; the answers are checked in full by parsePlan
@@ -50,7 +51,7 @@ var (
 		`"success_criteria":{"type":"array","items":{"type":"string"}},` +
 		`"depends_on":{"type":"array","items":{"type":"string"}}},` +
 		`"required":["step_id","description","execution_type","success_criteria"]}`
-	planSchema = json.RawMessage(`{"type":"object","properties":{"steps":{"type":"array","items":` +
+	planSchema = json.RawMessage(`{"type":"object","properties":{"reasoning":{"type":"string"},"steps":{"type":"array","items":` +
 		stepSchema + `}},"required":["steps"]}`)
 	reflectionSchema = json.RawMessage(`{"type":"object","properties":{` +
 		`"verdict":{"type":"string","enum":["pass","adjust","replan","fail"]},` +
@@ -63,7 +64,7 @@ var (
 
 // Examples of each answer, shown to the model when an answer could not be used.
 const (
-	planExample = `{"steps":[{"step_id":"s1","description":"Find the current price","execution_type":"tool_using",` +
+	planExample = `{"reasoning":"the price must be found before it can be summarised","steps":[{"step_id":"s1","description":"Find the current price","execution_type":"tool_using",` +
 		`"tools":["lookup"],"success_criteria":["the price is known"],"depends_on":[]},` +
 		`{"step_id":"s2","description":"Summarise it","execution_type":"llm_only","tools":[],` +
 		`"success_criteria":["one paragraph"],"depends_on":["s1"]}]}`

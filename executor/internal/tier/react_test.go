@@ -73,6 +73,11 @@ func (e *recorder) StepSpan(ctx context.Context, parent string, typ span.Type, n
 }
 func (e *recorder) EndSpan(context.Context, *span.Span, span.Status) {}
 
+// CallPrice: sim-large's price, so a test's cost ceiling decides.
+func (e *recorder) CallPrice(context.Context) (Price, bool, error) {
+	return Price{InputPerMTok: 2.5, OutputPerMTok: 10}, true, nil
+}
+
 // Event keeps the event's type and its data as a client reads it (JSON).
 func (e *recorder) Event(_ context.Context, typ string, data any) {
 	b, _ := json.Marshal(data)

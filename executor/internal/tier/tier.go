@@ -28,6 +28,13 @@ type Job struct {
 	Payload                                json.RawMessage
 	// RootSpanID is the span the tier's spans hang under.
 	RootSpanID string
+	// CostCeilingUSD is the run's hard cost ceiling (nil: none).
+	CostCeilingUSD *float64
+}
+
+// Price is what a million tokens cost, in USD.
+type Price struct {
+	InputPerMTok, OutputPerMTok float64
 }
 
 // Env is what the runner offers a tier.
@@ -61,6 +68,10 @@ type Env interface {
 	Approval(ctx context.Context, step string, held []Held) (Review, error)
 	// CheckCancel returns ErrCancelled when cancellation of the run was requested.
 	CheckCancel(ctx context.Context) error
+	// CallPrice returns the price of the most expensive model the run's calls may be
+	// routed to (the skill's model_override's when it names one); ok is false when the
+	// price table knows none. A multi-agent pattern estimates its worst case with it.
+	CallPrice(ctx context.Context) (p Price, ok bool, err error)
 }
 
 // Held is a tool call waiting for approval.
@@ -102,10 +113,13 @@ type Outcome struct {
 	Reason string
 }
 
-// PermanentError is a failure no retry can change, with its public code.
+// PermanentError is a failure no retry can change, with its public code and, optionally,
+// what to do about it and the figures behind it (the run's error carries both).
 type PermanentError struct {
-	Code    string
-	Message string
+	Code            string
+	Message         string
+	Troubleshooting []string
+	Context         map[string]any
 }
 
 func (e *PermanentError) Error() string { return e.Code + ": " + e.Message }
