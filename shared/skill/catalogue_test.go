@@ -3,6 +3,7 @@ package skill_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,7 +62,8 @@ func TestTheCatalogueLoads(t *testing.T) {
 	for _, s := range skills {
 		names[s.JobType] = true
 	}
-	for _, want := range []string{"demo_llm", "demo_react", "demo_high_risk", "demo_critical", "demo_eu_only", "demo_autonomous"} {
+	for _, want := range []string{"demo_llm", "demo_react", "demo_high_risk", "demo_critical", "demo_eu_only", "demo_autonomous",
+		"demo_compete", "demo_critic"} {
 		require.True(t, names[want], want)
 	}
 	for _, s := range skills {
@@ -70,6 +72,11 @@ func TestTheCatalogueLoads(t *testing.T) {
 			require.Empty(t, problems)
 			require.True(t, cfg.NeedsApproval("create_ticket"))
 			require.False(t, cfg.NeedsApproval("demo_weather"))
+		}
+		if s.JobType == "demo_compete" || s.JobType == "demo_critic" {
+			cfg, problems := skill.ParseAutonomous(s.Autonomous, s.Tools)
+			require.Empty(t, problems, s.JobType)
+			require.Equal(t, strings.TrimPrefix(s.JobType, "demo_"), cfg.AgentPattern)
 		}
 	}
 }
