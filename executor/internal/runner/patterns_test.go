@@ -10,6 +10,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchyard-ai/switchyard/runstore"
+	"github.com/switchyard-ai/switchyard/shared/run"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 	"github.com/switchyard-ai/switchyard/shared/span"
 	"github.com/switchyard-ai/switchyard/shared/tool"
@@ -75,9 +77,19 @@ func TestEnvIsSafeForConcurrentAgents(t *testing.T) {
 
 // TestPatternRunThroughRunner: a compete run of three agents on real Postgres. Two agents
 // want the gated tool; the third finishes; the run pauses once with both calls. Approved,
-// each call is made once, the judge picks, and nothing journaled is asked again.
+// each call is made once; rejected, each agent reads the reason as its call's result and
+// none is made. Either way the judge picks and nothing journaled is asked again.
 func TestPatternRunThroughRunner(t *testing.T) {
 	t.Parallel()
+	for _, decision := range []string{"approve", "reject"} {
+		t.Run(decision, func(t *testing.T) {
+			t.Parallel()
+			patternThroughRunner(t, decision)
+		})
+	}
+}
+
+func patternThroughRunner(t *testing.T, decision string) {
 	answers := map[string]openai.ChatCompletionMessage{
 		"judge/try/1": agentAnswer(map[string]any{"chosen": 2, "reasoning": "agent 2 deployed and says so"}),
 	}
@@ -111,11 +123,24 @@ func TestPatternRunThroughRunner(t *testing.T) {
 	require.Zero(t, ct.count())
 	require.Equal(t, 1, b.router.count("agent/3/eval/try/1"), "the agent without a gate ran to its end")
 
-	b.review(t, runID, "approve")
+	// The dispatcher queues a reviewed autonomous run again, approved or rejected.
+	_, err := b.pool.Exec(ctx, `INSERT INTO reviews (run_id, org_id, decision, reviewer, reason)
+		VALUES ($1, $2, $3, 'rita', 'not today')`, runID, b.orgID, decision)
+	require.NoError(t, err)
+	_, err = runstore.New(b.pool).Transition(ctx, runID, []run.Status{run.PendingReview}, run.Queued, runstore.Change{})
+	require.NoError(t, err)
 	require.NoError(t, b.handle(ctx, runID))
 	rr = b.run(t, runID)
 	require.Equal(t, "completed", rr.Status, "%s", rr.Error)
-	require.Equal(t, 2, ct.count(), "each agent's approved call, once")
+	if decision == "approve" {
+		require.Equal(t, 2, ct.count(), "each agent's approved call, once")
+	} else {
+		require.Zero(t, ct.count())
+		for _, p := range []string{"agent/1/", "agent/2/"} {
+			msgs := b.router.requests[p+"exec/1/iter/2/llm"].Messages
+			require.Contains(t, msgs[len(msgs)-1].Content, "The reviewer's reason: not today")
+		}
+	}
 	for step := range answers {
 		require.Equal(t, 1, b.router.count(step), step)
 	}
