@@ -169,9 +169,9 @@ func TestPatternGateAndSIGKILL(t *testing.T) {
 		rule("plan-a", "plan", map[string]any{"regex": "Style A", "in": "system"},
 			planOf([]string{"s1", "llm_only"}, []string{"t1", "tool_using", "create_ticket"})),
 		rule("plan-b", "plan", map[string]any{"regex": "Style B", "in": "system"}, planOf([]string{"s1", "llm_only"})),
-		// Agent B's step takes 3 s: the kill lands while it is in flight.
+		// Agent B's step takes 5 s: the kill lands while it is in flight.
 		rule("step-b", "step", map[string]any{"regex": "Style B", "in": "system"},
-			map[string]any{"content": "B's answer", "latency": "3s"}),
+			map[string]any{"content": "B's answer", "latency": "5s"}),
 		rule("step-a", "step", map[string]any{"last_role": "user", "regex": `Your step \(s1\)`}, map[string]any{"content": "A's draft"}),
 		toolStep("step-ticket", "t1", "create_ticket", map[string]any{"title": "Printer on fire", "priority": "high"}, ""),
 		rule("step-after-tool", "step", map[string]any{"last_role": "tool"}, map[string]any{"content": "Filed."}),

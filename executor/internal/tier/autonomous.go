@@ -69,7 +69,8 @@ func callMarker(call string) string { return "\n[call:" + call + "]" }
 // executed step, "reflect/<n>/try/<k>", "eval/try/<k>" — and the agent's state (the plan,
 // the steps done, the counters) is a function of those answers only, so a resumed run
 // walks the same path by replaying them and asks nothing twice. n never repeats across
-// adjustments and replans, and g only grows, so no key is ever reused.
+// adjustments and replans, and g only grows, so no key is ever reused. The block's other
+// agent patterns run several such agents (runPattern, patterns.go).
 func Autonomous(ctx context.Context, env Env, job Job) (Outcome, error) {
 	cfg, problems := skill.ParseAutonomous(job.Skill.Autonomous, job.Skill.Tools)
 	if len(problems) > 0 {
