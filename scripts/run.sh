@@ -53,6 +53,8 @@ bin_dir="$run_dir/bin"
 log_dir="$run_dir/logs"
 pid_dir="$run_dir/pids"
 key_file="$run_dir/admin.key"
+# The platform operator's key: creates and suspends organisations (`yard orgs`).
+operator_key_file="$run_dir/operator.key"
 # The dev CA: only `provider-router certs` reads its private key, no service.
 ca_dir="$run_dir/ca"
 # Each process's own secrets, 0600 files in 0700 directories.
@@ -350,8 +352,9 @@ elapsed() {
 }
 
 summary() {
-  local key="(no key file: see .run/logs/bootstrap.log)" hostport
+  local key="(no key file: see .run/logs/bootstrap.log)" operator_key="(no key file)" hostport
   [ -s "$key_file" ] && key=$(cat "$key_file")
+  [ -s "$operator_key_file" ] && operator_key=$(cat "$operator_key_file")
   hostport=${dispatcher_addr/#127.0.0.1:/localhost:}
   case "$hostport" in :*|0.0.0.0:*) hostport="localhost:${dispatcher_addr##*:}" ;; esac
   cat <<EOF
@@ -369,6 +372,7 @@ EOF
   logs             .run/logs/<name>.log   (e.g. tail -f .run/logs/dispatcher.log)
   pids             .run/pids/<name>.pid
   admin key        $key   (in $(shown "$key_file"))
+  operator key     $operator_key   (in $(shown "$operator_key_file"): yard --key-file $(shown "$operator_key_file") orgs list)
 
 Try:
   curl -s -X POST $hostport/api/v1/dispatch -H "Authorization: Bearer \$(cat $(shown "$key_file"))" -H 'Content-Type: application/json' -d '{"job_type":"demo_llm","payload":{"messages":[{"role":"user","content":"Hello"}]}}'
@@ -449,7 +453,7 @@ env -i "${envv[@]}" "$bin_dir/dispatcher" migrate >"$log_dir/migrate.log" 2>&1 |
 
 say "bootstrapping (organisation, admin key, sim-llm provider, tools/, skills/, workflows/)"
 # stdout carries the admin key: keep it out of the log; the key file is the record.
-env -i "${envv[@]}" "$bin_dir/dispatcher" bootstrap --skills skills --workflows workflows --tools tools --key-file "$key_file" --sim-url "$(url_of sim-llm)/v1" \
+env -i "${envv[@]}" "$bin_dir/dispatcher" bootstrap --skills skills --workflows workflows --tools tools --key-file "$key_file" --operator-key-file "$operator_key_file" --sim-url "$(url_of sim-llm)/v1" \
   2>"$log_dir/bootstrap.log" >/dev/null || fail bootstrap "dispatcher bootstrap failed"
 [ -f "$key_file" ] && chmod 600 "$key_file"
 

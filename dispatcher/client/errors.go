@@ -105,6 +105,10 @@ var (
 	ErrUINotBuilt               = newSentinel(apierr.CodeUINotBuilt)
 	ErrInternal                 = newSentinel(apierr.CodeInternal)
 	ErrUnexpectedResponse       = newSentinel(apierr.CodeUnexpectedResponse)
+	ErrOrgSuspended             = newSentinel(apierr.CodeOrgSuspended)
+	ErrOrgNotFound              = newSentinel(apierr.CodeOrgNotFound)
+	ErrOrgExists                = newSentinel(apierr.CodeOrgExists)
+	ErrCostBudgetExceeded       = newSentinel(apierr.CodeCostBudgetExceeded)
 )
 
 // decodeError builds the APIError of a non-2xx answer. A body that is not the structured

@@ -55,6 +55,10 @@ const (
 	CodeCancelled                = "CANCELLED"
 	CodeCallInFlight             = "CALL_IN_FLIGHT"
 	CodeHandoffUnavailable       = "HANDOFF_UNAVAILABLE"
+	CodeOrgSuspended             = "ORG_SUSPENDED"
+	CodeOrgNotFound              = "ORG_NOT_FOUND"
+	CodeOrgExists                = "ORG_EXISTS"
+	CodeCostBudgetExceeded       = "COST_BUDGET_EXCEEDED"
 
 	// Made by the Go client.
 
@@ -162,6 +166,10 @@ var specs = []Spec{
 	{CodeCancelled, StatusClientClosedRequest, Router | Run, false},
 	{CodeCallInFlight, http.StatusServiceUnavailable, Router, false},
 	{CodeHandoffUnavailable, http.StatusServiceUnavailable, Router, false},
+	{CodeOrgSuspended, http.StatusForbidden, Dispatcher, true},
+	{CodeOrgNotFound, http.StatusNotFound, Dispatcher, true},
+	{CodeOrgExists, http.StatusConflict, Dispatcher, true},
+	{CodeCostBudgetExceeded, http.StatusTooManyRequests, Dispatcher, true},
 
 	{CodeUnexpectedResponse, 0, Client, false},
 

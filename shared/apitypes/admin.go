@@ -48,6 +48,16 @@ type Org struct {
 	// BACKLOG_FULL. 0: no cap.
 	MaxBacklog int       `json:"maxBacklog"`
 	UpdatedAt  time.Time `json:"updatedAt"`
+	// SuspendedAt is set while a platform operator has suspended the organisation: every
+	// dispatch answers 403 ORG_SUSPENDED. SuspendedBy and SuspendReason say who and why.
+	SuspendedAt   *time.Time `json:"suspendedAt"`
+	SuspendedBy   string     `json:"suspendedBy,omitempty"`
+	SuspendReason string     `json:"suspendReason,omitempty"`
+	// MonthlyCostBudgetUSD stops dispatching once this calendar month's (UTC) LLM cost has
+	// reached it (429 COST_BUDGET_EXCEEDED); nil: no budget. Set by a platform operator.
+	MonthlyCostBudgetUSD *float64  `json:"monthlyCostBudgetUsd"`
+	CreatedBy            string    `json:"createdBy"`
+	CreatedAt            time.Time `json:"createdAt"`
 }
 
 // OrgPatch changes some of the organisation's settings (PATCH /api/v1/admin/org); nil

@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string) error {
 		// Flags first, so that a bad flag or --help needs no database.
 		fs := flag.NewFlagSet("dispatcher bootstrap", flag.ContinueOnError)
 		fs.StringVar(&opts.KeyFile, "key-file", ".run/admin.key", "where the admin API key is written")
+		fs.StringVar(&opts.OperatorKeyFile, "operator-key-file", "", "where a platform operator key is written, e.g. .run/operator.key (empty: none)")
 		fs.StringVar(&opts.SkillsDir, "skills", "skills", "skill catalogue directory (empty: skip)")
 		fs.StringVar(&opts.WorkflowsDir, "workflows", "", "workflow directory, e.g. workflows: each file registered as a chain skill (empty: skip)")
 		fs.StringVar(&opts.ToolsDir, "tools", "", "tool catalogue directory, e.g. tools (empty: skip)")
@@ -95,6 +96,9 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("organisation %s (%s)\nadmin key in %s\n", opts.OrgSlug, res.OrgID, opts.KeyFile)
+		if opts.OperatorKeyFile != "" {
+			fmt.Printf("operator key in %s\n", opts.OperatorKeyFile)
+		}
 		for _, name := range res.Tools {
 			fmt.Printf("tool  %-24s installed\n", name)
 		}

@@ -38,6 +38,7 @@ type bundle struct {
 	pool      *pgxpool.Pool
 	rdb       *redis.Client
 	inspector *asynq.Inspector
+	asynqOpt  asynq.RedisConnOpt
 	orgID     string
 	key       string
 }
@@ -74,7 +75,7 @@ func setupWith(t *testing.T, o app.Options) *bundle {
 		a.Stop()
 	})
 	waitFor(t, a.Registry.Live, "registry cache to follow changes")
-	return &bundle{t: t, srv: srv, app: a, pool: pool, rdb: rdb, inspector: inspector, orgID: orgID, key: key}
+	return &bundle{t: t, srv: srv, app: a, pool: pool, rdb: rdb, inspector: inspector, asynqOpt: opt, orgID: orgID, key: key}
 }
 
 // waitFor polls cond until it holds or a deadline passes.

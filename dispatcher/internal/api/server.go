@@ -91,6 +91,7 @@ func (s *Server) Handler() *echo.Echo {
 	admin.GET("/queues", s.listQueues)
 	admin.PUT("/queues/:name", s.putQueue)
 	admin.GET("/usage", s.usage)
+	s.registerOperator(v1)
 	s.registerLive(e, v1)
 	s.registerOpenAPI(e)
 	return e

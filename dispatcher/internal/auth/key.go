@@ -16,7 +16,7 @@ import (
 // Role is what a key may do.
 type Role string
 
-// The roles. Admin implies every other role.
+// The roles of an organisation's keys. Admin implies every other one of them.
 const (
 	RoleDispatch    Role = "dispatch"
 	RoleApprove     Role = "approve"
@@ -25,7 +25,13 @@ const (
 	RoleAdmin       Role = "admin"
 )
 
-// AllRoles lists every role.
+// RoleOperator is a platform operator's: it creates, changes, suspends and resumes
+// organisations and issues their first admin key. An operator key belongs to no
+// organisation, holds no other role and is implied by none, so it reads no organisation's
+// runs, and no organisation's admin is an operator.
+const RoleOperator Role = "operator"
+
+// AllRoles lists every role of an organisation's keys (not RoleOperator).
 var AllRoles = []Role{RoleDispatch, RoleApprove, RoleSkillsAdmin, RoleViewer, RoleAdmin}
 
 // Principal is an authenticated caller.
@@ -36,9 +42,19 @@ type Principal struct {
 	Roles   []Role
 }
 
-// Has reports whether the principal holds role (admins hold every role).
+// Has reports whether the principal holds role (admins hold every role of an
+// organisation, never RoleOperator).
 func (p Principal) Has(role Role) bool {
+	if role == RoleOperator {
+		return p.Operator()
+	}
 	return slices.Contains(p.Roles, role) || slices.Contains(p.Roles, RoleAdmin)
+}
+
+// Operator reports whether the principal is a platform operator: a key of no organisation
+// with the operator role.
+func (p Principal) Operator() bool {
+	return p.OrgID == "" && slices.Contains(p.Roles, RoleOperator)
 }
 
 // Actor names the principal in audit records: "key:<name>".

@@ -44,7 +44,7 @@ func Lookup(ctx context.Context, db DB, prefix string) (Principal, []byte, error
 	var p Principal
 	var hash []byte
 	var roles []string
-	err := db.QueryRow(ctx, `SELECT id, org_id, name, secret_hash, roles FROM api_keys
+	err := db.QueryRow(ctx, `SELECT id, COALESCE(org_id::text, ''), name, secret_hash, roles FROM api_keys
 		WHERE prefix = $1 AND revoked_at IS NULL`, prefix).Scan(&p.KeyID, &p.OrgID, &p.KeyName, &hash, &roles)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, nil, ErrUnknownKey
@@ -61,7 +61,13 @@ func Lookup(ctx context.Context, db DB, prefix string) (Principal, []byte, error
 // KeyInfo describes a stored key; the secret is never returned after creation.
 type KeyInfo = apitypes.Key
 
-// Create stores a new key for an organisation and returns it in plaintext, once.
+// CreateOperator stores a new platform operator key and returns it in plaintext, once.
+func CreateOperator(ctx context.Context, db DB, name, by string) (string, KeyInfo, error) {
+	return Create(ctx, db, "", name, []Role{RoleOperator}, by)
+}
+
+// Create stores a new key for an organisation (orgID "" with RoleOperator alone: an
+// operator key) and returns it in plaintext, once.
 func Create(ctx context.Context, db DB, orgID, name string, roles []Role, by string) (string, KeyInfo, error) {
 	key, prefix, hash, err := NewKey()
 	if err != nil {
@@ -73,7 +79,7 @@ func Create(ctx context.Context, db DB, orgID, name string, roles []Role, by str
 	}
 	var info KeyInfo
 	err = db.QueryRow(ctx, `INSERT INTO api_keys (org_id, name, prefix, secret_hash, roles, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		VALUES (NULLIF($1, '')::uuid, $2, $3, $4, $5, $6)
 		RETURNING id, name, prefix, roles, created_by, created_at, last_used_at, revoked_at`,
 		orgID, name, prefix, hash, rs, by).Scan(&info.ID, &info.Name, &info.Prefix, &info.Roles,
 		&info.CreatedBy, &info.CreatedAt, &info.LastUsedAt, &info.RevokedAt)
@@ -108,7 +114,7 @@ func Revoke(ctx context.Context, db DB, orgID, keyID string) (bool, error) {
 func ByID(ctx context.Context, db DB, keyID string) (Principal, error) {
 	var p Principal
 	var roles []string
-	err := db.QueryRow(ctx, `SELECT id, org_id, name, roles FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, keyID).
+	err := db.QueryRow(ctx, `SELECT id, COALESCE(org_id::text, ''), name, roles FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, keyID).
 		Scan(&p.KeyID, &p.OrgID, &p.KeyName, &roles)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Principal{}, ErrUnknownKey

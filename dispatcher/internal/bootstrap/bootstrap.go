@@ -1,5 +1,5 @@
 // Package bootstrap prepares a development organisation: the org, an admin API key written
-// to a file, a provider pointing at sim-llm, prices for the simulated models and the skill
+// to a file (and, when asked, a platform operator key in another), a provider pointing at sim-llm, prices for the simulated models and the skill
 // catalogue. Every step is idempotent, so `make run` may call it on every start.
 package bootstrap
 
@@ -31,10 +31,13 @@ type Options struct {
 	OrgName      string // default "Development"
 	Jurisdiction string // default "eu"
 	KeyFile      string // where the admin key is written; required
-	SkillsDir    string // the catalogue; empty skips it
-	WorkflowsDir string // workflows/*.yaml, registered as chain skills; empty skips it
-	ToolsDir     string // the tool catalogue (tools/*.yaml); empty skips it
-	SimURL       string // sim-llm's OpenAI base URL, e.g. http://127.0.0.1:8099/v1; empty skips the provider
+	// OperatorKeyFile is where a platform operator key is written when the file holds none
+	// that still authenticates; empty: no operator key.
+	OperatorKeyFile string
+	SkillsDir       string // the catalogue; empty skips it
+	WorkflowsDir    string // workflows/*.yaml, registered as chain skills; empty skips it
+	ToolsDir        string // the tool catalogue (tools/*.yaml); empty skips it
+	SimURL          string // sim-llm's OpenAI base URL, e.g. http://127.0.0.1:8099/v1; empty skips the provider
 }
 
 // Result says what was prepared.
@@ -42,8 +45,11 @@ type Result struct {
 	OrgID      string
 	Key        string
 	KeyCreated bool
-	Skills     map[string]skill.Action
-	Tools      []string
+	// OperatorKeyCreated is true when a new operator key was written to OperatorKeyFile.
+	OperatorKeyCreated bool
+	operatorKey        string
+	Skills             map[string]skill.Action
+	Tools              []string
 }
 
 // Run prepares the development organisation.
@@ -63,6 +69,11 @@ func Run(ctx context.Context, pool *pgxpool.Pool, opts Options, log *slog.Logger
 		}
 		if res.Key, res.KeyCreated, err = ensureKey(ctx, tx, res.OrgID, opts.KeyFile); err != nil {
 			return err
+		}
+		if opts.OperatorKeyFile != "" {
+			if res.operatorKey, res.OperatorKeyCreated, err = ensureOperatorKey(ctx, tx, opts.OperatorKeyFile); err != nil {
+				return err
+			}
 		}
 		if opts.SimURL != "" {
 			if err := EnsureSimProvider(ctx, tx, res.OrgID, opts.SimURL); err != nil {
@@ -106,6 +117,11 @@ func Run(ctx context.Context, pool *pgxpool.Pool, opts Options, log *slog.Logger
 			return Result{}, err
 		}
 	}
+	if res.OperatorKeyCreated {
+		if err := writeKey(opts.OperatorKeyFile, res.operatorKey); err != nil {
+			return Result{}, err
+		}
+	}
 	log.Info("bootstrap done", "org_id", res.OrgID, "org", opts.OrgSlug, "key_created", res.KeyCreated,
 		"skills", len(res.Skills), "tools", len(res.Tools))
 	return res, nil
@@ -142,12 +158,32 @@ func ensureKey(ctx context.Context, db auth.DB, orgID, keyFile string) (string, 
 	return key, true, nil
 }
 
+// ensureOperatorKey keeps the operator key in keyFile when it still authenticates as an
+// operator, and creates a new one otherwise.
+func ensureOperatorKey(ctx context.Context, db auth.DB, keyFile string) (string, bool, error) {
+	if b, err := os.ReadFile(keyFile); err == nil {
+		key := strings.TrimSpace(string(b))
+		p, err := auth.Authenticate(ctx, db, key)
+		if err == nil && p.Operator() {
+			return key, false, nil
+		}
+		if err != nil && !errors.Is(err, auth.ErrUnknownKey) {
+			return "", false, err
+		}
+	}
+	key, _, err := auth.CreateOperator(ctx, db, "operator", "bootstrap")
+	if err != nil {
+		return "", false, err
+	}
+	return key, true, nil
+}
+
 func writeKey(path, key string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-		return fmt.Errorf("writing admin key: %w", err)
+		return fmt.Errorf("writing key file %s: %w", path, err)
 	}
 	return nil
 }

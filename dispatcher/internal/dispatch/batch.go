@@ -91,9 +91,9 @@ func (it *batchItem) open() bool { return it.err == nil && it.res == nil && it.s
 func (s *Service) DispatchBatch(ctx context.Context, p auth.Principal, v *Validator, req BatchRequest) (BatchResult, error) {
 	started := time.Now().UTC()
 	res := BatchResult{BatchID: ids.New(), Items: make([]BatchItem, len(req.Items))}
-	org, err := s.Registry.Org(ctx, p.OrgID)
+	org, err := s.activeOrg(ctx, p.OrgID)
 	if err != nil {
-		return res, dbError(err)
+		return res, err
 	}
 	items := s.checkItems(ctx, org, v, req.Items)
 	s.rateLimitBatch(ctx, org, items)

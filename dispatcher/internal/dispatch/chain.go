@@ -261,9 +261,9 @@ func (s *Service) runOn(ctx context.Context, j *job, label string) error {
 // write in the chain's transaction. An *apierr.Error with a 4xx status is a refusal: the
 // step fails with it.
 func (s *Service) PrepareStep(ctx context.Context, r chain.StepRequest) (chain.Prepared, error) {
-	org, err := s.Registry.Org(ctx, r.OrgID)
+	org, err := s.activeOrg(ctx, r.OrgID)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, err
 	}
 	j, err := s.governStep(ctx, org, r)
 	if err != nil {
@@ -328,9 +328,9 @@ func (s *Service) Rerun(ctx context.Context, p auth.Principal, chainID string) (
 			}
 		}
 	}
-	org, err := s.Registry.Org(ctx, p.OrgID)
+	org, err := s.activeOrg(ctx, p.OrgID)
 	if err != nil {
-		return Result{}, nil, dbError(err)
+		return Result{}, nil, err
 	}
 	req := Request{JobType: old.JobType, Payload: old.Input}
 	if err := s.RateLimit(ctx, org, "", 1); err != nil {

@@ -61,6 +61,12 @@ func (s *Service) Reject(ctx context.Context, p auth.Principal, id, reason strin
 }
 
 func (s *Service) review(ctx context.Context, p auth.Principal, id, decision, reason string) (ControlResult, error) {
+	// Approving puts work on a queue: a suspended organisation's is refused like a dispatch.
+	if decision == "approve" {
+		if _, err := s.activeOrg(ctx, p.OrgID); err != nil {
+			return ControlResult{}, err
+		}
+	}
 	r, err := s.runs().GetRun(ctx, p.OrgID, id)
 	if errors.Is(err, runstore.ErrNotFound) {
 		return ControlResult{}, JobNotFound(id)

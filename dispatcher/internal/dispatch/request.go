@@ -39,6 +39,9 @@ type FieldError = apitypes.FieldError
 
 var jobTypeRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,127}$`)
 
+// orgSlugRE is what orgs.slug accepts (migrations/sql/00001_registry.sql).
+var orgSlugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
+
 // Validator checks request structs and names failing fields by their JSON path.
 type Validator struct{ v *validator.Validate }
 
@@ -54,6 +57,9 @@ func NewValidator() *Validator {
 	})
 	must(v.RegisterValidation("jobtype", func(fl validator.FieldLevel) bool {
 		return jobTypeRE.MatchString(fl.Field().String())
+	}))
+	must(v.RegisterValidation("orgslug", func(fl validator.FieldLevel) bool {
+		return orgSlugRE.MatchString(fl.Field().String())
 	}))
 	must(v.RegisterValidation("httpurl", func(fl validator.FieldLevel) bool {
 		u, err := url.Parse(fl.Field().String())
@@ -105,6 +111,8 @@ func ruleMessage(fe validator.FieldError) string {
 		return "must match ^[a-z][a-z0-9_.-]{0,127}$: lower-case letters, digits, '_', '.' and '-', starting with a letter"
 	case "httpurl":
 		return "must be an http or https URL with a host"
+	case "orgslug":
+		return "must match ^[a-z0-9][a-z0-9-]{1,62}$: lower-case letters, digits and '-', 2 to 63 characters"
 	case "uuid":
 		return "must be a UUID"
 	case "printascii":

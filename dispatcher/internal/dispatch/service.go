@@ -147,6 +147,10 @@ type Options struct {
 // Dispatch accepts one job for the principal's organisation.
 func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, opts Options) (Result, error) {
 	started := time.Now().UTC()
+	org, err := s.activeOrg(ctx, p.OrgID)
+	if err != nil {
+		return Result{}, err
+	}
 	if err := s.checkRequest(ctx, p.OrgID, req); err != nil {
 		return Result{}, err
 	}
@@ -154,10 +158,6 @@ func (s *Service) Dispatch(ctx context.Context, p auth.Principal, req Request, o
 		if res, ok, err := s.existing(ctx, p.OrgID, req.IdempotencyKey); err != nil || ok {
 			return res, err
 		}
-	}
-	org, err := s.Registry.Org(ctx, p.OrgID)
-	if err != nil {
-		return Result{}, dbError(err)
 	}
 	if err := s.checkCallback(ctx, org, req.CallbackURL); err != nil {
 		return Result{}, err

@@ -46,10 +46,11 @@ type Result struct {
 	Checks       []Check
 }
 
-// Quota reads an organisation's token use this month.
+// Quota reads an organisation's token use and LLM cost this month.
 type Quota interface {
 	Used(ctx context.Context, orgID string) (int64, error)
 	Top(ctx context.Context, orgID string) ([]store.SkillUsage, error)
+	Cost(ctx context.Context, orgID string) (float64, error)
 }
 
 // Governor evaluates jobs. It keeps one PII scanner per organisation keyword list.
@@ -91,6 +92,21 @@ func (g *Governor) Evaluate(ctx context.Context, org store.Org, sk skill.Skill, 
 				With("used", used, "limit", limit, "top_skills", top, "resets_at", nextMonth(time.Now()))
 		}
 		res.Checks = append(res.Checks, Check{Name: "quota", Outcome: "pass", Attrs: map[string]any{"used": used, "limit": limit}})
+	}
+	if org.MonthlyCostBudgetUSD != nil {
+		spent, err := g.Quota.Cost(ctx, org.ID)
+		if err != nil {
+			return res, err
+		}
+		budget := *org.MonthlyCostBudgetUSD
+		if spent >= budget {
+			res.Checks = append(res.Checks, Check{Name: "cost_budget", Outcome: "refuse", Attrs: map[string]any{"spent_usd": spent, "budget_usd": budget}})
+			return res, apierr.New(http.StatusTooManyRequests, apierr.CodeCostBudgetExceeded,
+				"The organisation has spent its monthly cost budget.",
+				"Wait for the next calendar month (UTC), or ask the platform operator to raise monthlyCostBudgetUsd.").
+				With("spent_usd", spent, "budget_usd", budget, "resets_at", nextMonth(time.Now()))
+		}
+		res.Checks = append(res.Checks, Check{Name: "cost_budget", Outcome: "pass", Attrs: map[string]any{"spent_usd": spent, "budget_usd": budget}})
 	}
 
 	switch {

@@ -17,11 +17,15 @@ import (
 type Org = apitypes.Org
 
 const orgColumns = `id, slug, name, jurisdiction, org_rpm, user_rpm, monthly_token_quota, pii_keywords,
-	callback_allowlist, http_allowlist, max_backlog, updated_at`
+	callback_allowlist, http_allowlist, max_backlog, updated_at, suspended_at, suspended_by, suspend_reason,
+	monthly_cost_budget_usd::float8, created_by, created_at`
 
 // GetOrg returns an organisation.
-func GetOrg(ctx context.Context, db DB, id string) (Org, error) {
-	rows, err := db.Query(ctx, `SELECT `+orgColumns+` FROM orgs WHERE id = $1`, id)
+func GetOrg(ctx context.Context, db DB, id string) (Org, error) { return orgWhere(ctx, db, "id", id) }
+
+// orgWhere returns the organisation whose column col (id or slug) is v.
+func orgWhere(ctx context.Context, db DB, col, v string) (Org, error) {
+	rows, err := db.Query(ctx, `SELECT `+orgColumns+` FROM orgs WHERE `+col+` = $1`, v)
 	if err != nil {
 		return Org{}, fmt.Errorf("reading organisation: %w", err)
 	}
