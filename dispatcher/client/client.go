@@ -46,6 +46,8 @@ type Client struct {
 	Queues *QueuesService
 	// Org reads and changes the organisation's settings and usage (role admin).
 	Org *OrgService
+	// Orgs creates, changes, suspends and resumes organisations (a platform operator key).
+	Orgs *OrgsService
 }
 
 // Option configures a Client.
@@ -94,6 +96,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	c.Keys = &KeysService{c: c}
 	c.Queues = &QueuesService{c: c}
 	c.Org = &OrgService{c: c}
+	c.Orgs = &OrgsService{c: c}
 	return c, nil
 }
 

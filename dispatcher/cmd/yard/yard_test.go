@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/dispatcher/client"
@@ -28,10 +29,11 @@ var catalogue = filepath.Join("..", "..", "..", "skills")
 
 // bundle is a dispatcher running in-process with an admin key, and yard pointed at it.
 type bundle struct {
-	t   *testing.T
-	url string
-	key string
-	api *client.Client
+	t    *testing.T
+	url  string
+	key  string
+	api  *client.Client
+	pool *pgxpool.Pool
 }
 
 func setup(t *testing.T) *bundle {
@@ -63,7 +65,7 @@ func setup(t *testing.T) *bundle {
 	}
 	api, err := client.New(srv.URL, key)
 	require.NoError(t, err)
-	return &bundle{t: t, url: srv.URL, key: key, api: api}
+	return &bundle{t: t, url: srv.URL, key: key, api: api, pool: pool}
 }
 
 // result is one yard invocation's exit code and output.
