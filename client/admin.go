@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // SkillSpec is what a caller sets on a skill binding: the body of PUT

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // Chain is a chain run as GET /api/v1/chains/{chainId} shows it: its parent run, status,

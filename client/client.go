@@ -9,6 +9,9 @@
 // cancel, enable/disable and dispatches that carry an idempotency key — are retried with
 // exponential backoff on 429 and 503, honouring Retry-After; other calls are never retried,
 // so a job is never dispatched twice behind the caller's back.
+//
+// The client is a Go module of its own (github.com/switchyard-ai/switchyard/client) whose only
+// dependency is github.com/gorilla/websocket: `go get github.com/switchyard-ai/switchyard/client`.
 package client
 
 import (

@@ -3,12 +3,13 @@ package client
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/shared/apierr"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // APIError is a non-2xx answer of the dispatcher: its structured error body (docs/errors.md)
@@ -62,11 +63,20 @@ type sentinel string
 
 func (s sentinel) Error() string { return "switchyard: " + string(s) }
 
-// sentinels holds every sentinel by code; TestSentinelsCoverEveryCode checks that it has one
-// for each code the dispatcher answers with or the client makes (shared/apierr/codes.go).
+// sentinels holds every sentinel by code; TestClientSentinelsCoverEveryCode (in the
+// dispatcher module, dispatcher/clienttest) checks that it has one for each code the
+// dispatcher answers with or the client makes (shared/apierr/codes.go). The client module
+// imports no other module of the repository, so the codes are written out here.
 var sentinels = map[string]error{}
 
-// newSentinel returns the sentinel of an error code of shared/apierr and records it.
+// codeUnexpectedResponse is the code of an answer that is not the structured error body.
+const codeUnexpectedResponse = "UNEXPECTED_RESPONSE"
+
+// Codes returns the error codes the client has a sentinel for, sorted: every code the
+// dispatcher answers with, and UNEXPECTED_RESPONSE.
+func Codes() []string { return slices.Sorted(maps.Keys(sentinels)) }
+
+// newSentinel returns the sentinel of an error code and records it.
 func newSentinel(code string) error {
 	s := sentinel(code)
 	sentinels[code] = s
@@ -76,46 +86,51 @@ func newSentinel(code string) error {
 // Sentinels for the error codes of the dispatcher's answers; errors.Is(err, ErrJobNotFound)
 // is true for any *APIError with that code. docs/errors.md lists every code.
 var (
-	ErrValidationFailed         = newSentinel(apierr.CodeValidationFailed)
-	ErrPayloadTooLarge          = newSentinel(apierr.CodePayloadTooLarge)
-	ErrUnauthenticated          = newSentinel(apierr.CodeUnauthenticated)
-	ErrForbidden                = newSentinel(apierr.CodeForbidden)
-	ErrJobNotFound              = newSentinel(apierr.CodeJobNotFound)
-	ErrSkillNotFound            = newSentinel(apierr.CodeSkillNotFound)
-	ErrKeyNotFound              = newSentinel(apierr.CodeKeyNotFound)
-	ErrChainNotFound            = newSentinel(apierr.CodeChainNotFound)
-	ErrChainAlreadyFinished     = newSentinel(apierr.CodeChainAlreadyFinished)
-	ErrChainNotFinished         = newSentinel(apierr.CodeChainNotFinished)
-	ErrRouteNotFound            = newSentinel(apierr.CodeRouteNotFound)
-	ErrMethodNotAllowed         = newSentinel(apierr.CodeMethodNotAllowed)
-	ErrBadRequest               = newSentinel(apierr.CodeBadRequest)
-	ErrUnsupportedExecutionType = newSentinel(apierr.CodeUnsupportedExecutionType)
-	ErrRateLimited              = newSentinel(apierr.CodeRateLimited)
-	ErrQuotaExceeded            = newSentinel(apierr.CodeQuotaExceeded)
-	ErrBacklogFull              = newSentinel(apierr.CodeBacklogFull)
-	ErrResidencyViolation       = newSentinel(apierr.CodeResidencyViolation)
-	ErrJobNotReviewable         = newSentinel(apierr.CodeJobNotReviewable)
-	ErrJobAlreadyFinished       = newSentinel(apierr.CodeJobAlreadyFinished)
-	ErrCallbackURLForbidden     = newSentinel(apierr.CodeCallbackURLForbidden)
-	ErrWebSocketRequired        = newSentinel(apierr.CodeWebSocketRequired)
-	ErrDatabaseUnavailable      = newSentinel(apierr.CodeDatabaseUnavailable)
-	ErrQueueUnavailable         = newSentinel(apierr.CodeQueueUnavailable)
-	ErrNotReady                 = newSentinel(apierr.CodeNotReady)
-	ErrShuttingDown             = newSentinel(apierr.CodeShuttingDown)
-	ErrUINotBuilt               = newSentinel(apierr.CodeUINotBuilt)
-	ErrInternal                 = newSentinel(apierr.CodeInternal)
-	ErrUnexpectedResponse       = newSentinel(apierr.CodeUnexpectedResponse)
-	ErrOrgSuspended             = newSentinel(apierr.CodeOrgSuspended)
-	ErrOrgNotFound              = newSentinel(apierr.CodeOrgNotFound)
-	ErrOrgExists                = newSentinel(apierr.CodeOrgExists)
-	ErrCostBudgetExceeded       = newSentinel(apierr.CodeCostBudgetExceeded)
+	ErrValidationFailed         = newSentinel("VALIDATION_FAILED")
+	ErrPayloadTooLarge          = newSentinel("PAYLOAD_TOO_LARGE")
+	ErrUnauthenticated          = newSentinel("UNAUTHENTICATED")
+	ErrForbidden                = newSentinel("FORBIDDEN")
+	ErrJobNotFound              = newSentinel("JOB_NOT_FOUND")
+	ErrSkillNotFound            = newSentinel("SKILL_NOT_FOUND")
+	ErrKeyNotFound              = newSentinel("KEY_NOT_FOUND")
+	ErrChainNotFound            = newSentinel("CHAIN_NOT_FOUND")
+	ErrChainAlreadyFinished     = newSentinel("CHAIN_ALREADY_FINISHED")
+	ErrChainNotFinished         = newSentinel("CHAIN_NOT_FINISHED")
+	ErrRouteNotFound            = newSentinel("ROUTE_NOT_FOUND")
+	ErrMethodNotAllowed         = newSentinel("METHOD_NOT_ALLOWED")
+	ErrBadRequest               = newSentinel("BAD_REQUEST")
+	ErrUnsupportedExecutionType = newSentinel("UNSUPPORTED_EXECUTION_TYPE")
+	ErrRateLimited              = newSentinel("RATE_LIMITED")
+	ErrQuotaExceeded            = newSentinel("QUOTA_EXCEEDED")
+	ErrBacklogFull              = newSentinel("BACKLOG_FULL")
+	ErrResidencyViolation       = newSentinel("RESIDENCY_VIOLATION")
+	ErrJobNotReviewable         = newSentinel("JOB_NOT_REVIEWABLE")
+	ErrJobAlreadyFinished       = newSentinel("JOB_ALREADY_FINISHED")
+	ErrCallbackURLForbidden     = newSentinel("CALLBACK_URL_FORBIDDEN")
+	ErrWebSocketRequired        = newSentinel("WEBSOCKET_REQUIRED")
+	ErrDatabaseUnavailable      = newSentinel("DATABASE_UNAVAILABLE")
+	ErrQueueUnavailable         = newSentinel("QUEUE_UNAVAILABLE")
+	ErrNotReady                 = newSentinel("NOT_READY")
+	ErrShuttingDown             = newSentinel("SHUTTING_DOWN")
+	ErrUINotBuilt               = newSentinel("UI_NOT_BUILT")
+	ErrInternal                 = newSentinel("INTERNAL")
+	ErrUnexpectedResponse       = newSentinel("UNEXPECTED_RESPONSE")
+	ErrOrgSuspended             = newSentinel("ORG_SUSPENDED")
+	ErrOrgNotFound              = newSentinel("ORG_NOT_FOUND")
+	ErrOrgExists                = newSentinel("ORG_EXISTS")
+	ErrCostBudgetExceeded       = newSentinel("COST_BUDGET_EXCEEDED")
 )
 
 // decodeError builds the APIError of a non-2xx answer. A body that is not the structured
 // error (a proxy's HTML page, say) becomes UNEXPECTED_RESPONSE with the start of the body.
 func decodeError(resp *http.Response, raw []byte) *APIError {
 	e := &APIError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	var body apierr.Body
+	var body struct {
+		Code            string         `json:"code"`
+		Message         string         `json:"message"`
+		Troubleshooting []string       `json:"troubleshooting"`
+		Context         map[string]any `json:"context"`
+	}
 	if err := json.Unmarshal(raw, &body); err == nil && body.Code != "" {
 		e.Code, e.Message, e.Troubleshooting, e.Context = body.Code, body.Message, body.Troubleshooting, body.Context
 		return e
@@ -124,7 +139,7 @@ func decodeError(resp *http.Response, raw []byte) *APIError {
 	if len(text) > 200 {
 		text = text[:200] + "…"
 	}
-	e.Code = apierr.CodeUnexpectedResponse
+	e.Code = codeUnexpectedResponse
 	e.Message = fmt.Sprintf("%s: %s", http.StatusText(resp.StatusCode), text)
 	return e
 }

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/client"
+	"github.com/switchyard-ai/switchyard/client"
 )
 
 func Example() {

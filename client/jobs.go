@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // Priority orders jobs within a named queue.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // OrgCreate is a new organisation: slug, name and jurisdiction are required; unset limits

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // WorkflowCheck is what ValidateWorkflow answers for a valid file. A file with problems

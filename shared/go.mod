@@ -47,3 +47,7 @@ require (
 )
 
 replace github.com/switchyard-ai/switchyard/migrations => ../migrations
+
+require github.com/switchyard-ai/switchyard/client v0.0.0
+
+replace github.com/switchyard-ai/switchyard/client => ../client

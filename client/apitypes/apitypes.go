@@ -1,11 +1,12 @@
 // Package apitypes is the wire form of the dispatcher's public HTTP API (docs/api.md): the
-// types its handlers encode and the Go client (dispatcher/client) decodes, declared once so
-// that the two cannot drift. TestSchemasMatchTypes in dispatcher/internal/api checks them
-// against the OpenAPI document the dispatcher serves (dispatcher/internal/api/openapi.json).
+// types its handlers encode and the Go client (package client, beside it) decodes, declared
+// once so that the two cannot drift. TestSchemasMatchTypes in dispatcher/internal/api checks
+// them against the OpenAPI document the dispatcher serves (dispatcher/internal/api/openapi.json).
 //
-// It lives in shared, not in the dispatcher module, so that a store in another module (the
-// run store, which the executor uses too) can embed these types in its rows. It holds data
-// only: no I/O, and no import beyond the standard library, so the public client stays light.
+// It lives in the client's module, which imports no other module of the repository, so that
+// a plugin service gets the client with one `go get`; the dispatcher, the shared packages and
+// the run store (which the executor uses too) import it from there. It holds data only: no
+// I/O, and no import beyond the standard library, so the public client stays light.
 package apitypes
 
 // Status is where a run is in its lifecycle.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // TestHoldReasonPassesThrough checks that a hold reason is written as it was read — member

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/client"
+	"github.com/switchyard-ai/switchyard/client"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"

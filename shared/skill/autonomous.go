@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // Autonomous is the `autonomous` block of a skill with execution_type autonomous: the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/client"
+	"github.com/switchyard-ai/switchyard/client"
 )
 
 // chainSkill binds test_chain: plan, then a and b, then synth. The in-process dispatcher

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/client"
+	"github.com/switchyard-ai/switchyard/client"
 )
 
 // Exit codes: 0 success, 1 a failed call or a job that ended unsuccessfully, 2 bad usage.

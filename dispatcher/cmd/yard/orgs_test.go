@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/client"
+	"github.com/switchyard-ai/switchyard/client"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-ai/switchyard/dispatcher/client"
+	"github.com/switchyard-ai/switchyard/client"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 

@@ -11,11 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/runstore"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // Chains: GET /api/v1/chains/{id} and the list read the chain tables through the run

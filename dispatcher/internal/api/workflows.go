@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 

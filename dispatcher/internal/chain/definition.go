@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // Definition is a chain skill's `chain` block.

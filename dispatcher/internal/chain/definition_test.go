@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 func knownJobs(types ...string) func(string) bool {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/payload"
 )
 

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/skill"
 )
 

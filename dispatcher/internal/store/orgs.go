@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 )
 
 // Org is an organisation's settings as the dispatcher uses them and the admin API shows

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow/expr"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // A workflow runs as a chain. Compile turns a workflow and the inputs of one run into a

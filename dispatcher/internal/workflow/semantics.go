@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/workflow/expr"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 )
 
 // Rules run a compiled workflow with GitHub's semantics on the chain engine: a job's and a

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/chain"
 	"github.com/switchyard-ai/switchyard/runstore"
-	"github.com/switchyard-ai/switchyard/shared/apitypes"
 	"github.com/switchyard-ai/switchyard/shared/run"
 )
 
