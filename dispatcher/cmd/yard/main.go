@@ -1,6 +1,6 @@
 // Command yard is the Switchyard command line: dispatch and follow jobs, review held ones,
 // sync the skill catalogue into the registry and manage API keys, all through the public
-// Go client (dispatcher/client). docs/cli.md lists every command.
+// Go client (client/, its own module). docs/cli.md lists every command.
 package main
 
 import (
