@@ -61,7 +61,7 @@ func (o *OrgsService) Update(ctx context.Context, org string, p OperatorOrgPatch
 }
 
 // Suspend suspends an organisation: its dispatches answer ORG_SUSPENDED from now on, its
-// queued, held and paused work is cancelled and its running work asked to stop. Repeating
+// queued, held and paused work is cancelled and its running work gets a cancellation request. Repeating
 // it repeats that sweep.
 func (o *OrgsService) Suspend(ctx context.Context, org, reason string) (OrgSuspended, error) {
 	var out OrgSuspended

@@ -45,7 +45,8 @@ type OrgSuspended struct {
 	// Cancelled counts runs that were queued, held for review or paused for approval, and
 	// chains, now cancelled.
 	Cancelled int `json:"cancelled"`
-	// CancelRequested counts running runs asked to stop at their next step.
+	// CancelRequested counts running runs given a cancellation request, as a cancel of
+	// each would: they end cancelled once the executor sees it.
 	CancelRequested int `json:"cancelRequested"`
 	Org             Org `json:"org"`
 }

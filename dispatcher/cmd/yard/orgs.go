@@ -156,10 +156,9 @@ func (a *app) orgsShowCmd() *cobra.Command {
 func (a *app) orgsSuspendCmd() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use: "suspend ORG --reason TEXT",
-		Short: "Suspend an organisation: it dispatches nothing, its queued and held work is cancelled " +
-			"and its running work stops at its next step",
-		Args: cobra.ExactArgs(1),
+		Use:   "suspend ORG --reason TEXT",
+		Short: "Suspend an organisation: it dispatches nothing, and its queued, held and running work is cancelled",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.client.Orgs.Suspend(cmd.Context(), args[0], reason)
 			if err != nil {

@@ -241,10 +241,10 @@ func TestSuspendStopsQueuedHeldAndRunningWork(t *testing.T) {
 	}
 	require.Equal(t, "cancelled", status(queued))
 	require.Equal(t, "cancelled", status(held))
-	require.Equal(t, "running", status(running), "a running step is not cut off mid-call")
+	require.Equal(t, "running", status(running), "no executor here: the run ends when one sees the request")
 	var requested bool
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT cancel_requested_at IS NOT NULL FROM runs WHERE id = $1`, running).Scan(&requested))
-	require.True(t, requested, "the executor is asked to stop at its next step")
+	require.True(t, requested, "the executor is asked to stop")
 	_, err = b.inspector.GetTaskInfo(queue.Tier("default", run.PriorityNormal), queued)
 	require.Error(t, err, "the cancelled run's task left its queue")
 	var chainStatus string

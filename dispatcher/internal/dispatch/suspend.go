@@ -44,9 +44,9 @@ type Stopped struct {
 
 // StopOrg stops a suspended organisation's unfinished work through the cancel path of
 // POST /api/v1/dispatch/{id}/cancel, as op: queued runs leave their queue, held and paused
-// ones are cancelled, running ones are asked to stop at their next step (the LLM call or
-// tool call in flight ends and is journaled and billed), and a chain is cancelled with its
-// steps. It may be repeated: what ended meanwhile is skipped.
+// ones are cancelled, running ones get a cancellation request (the executor's in-flight
+// router and tool requests end at once; it checks the request before every step), and a
+// chain is cancelled with its steps. It may be repeated: what ended meanwhile is skipped.
 func (s *Service) StopOrg(ctx context.Context, op auth.Principal, orgID string, c Canceller) (Stopped, error) {
 	var out Stopped
 	ids, err := runstore.New(s.DB).UnfinishedRuns(ctx, orgID)
