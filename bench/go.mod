@@ -44,3 +44,7 @@ replace github.com/switchyard-ai/switchyard/shared => ../shared
 replace github.com/switchyard-ai/switchyard/migrations => ../migrations
 
 replace github.com/switchyard-ai/switchyard/queue => ../queue
+
+require github.com/switchyard-ai/switchyard/client v0.0.0 // indirect
+
+replace github.com/switchyard-ai/switchyard/client => ../client

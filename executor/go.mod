@@ -61,3 +61,7 @@ replace (
 )
 
 replace github.com/switchyard-ai/switchyard/queue => ../queue
+
+require github.com/switchyard-ai/switchyard/client v0.0.0 // indirect
+
+replace github.com/switchyard-ai/switchyard/client => ../client

@@ -89,3 +89,7 @@ replace (
 	github.com/switchyard-ai/switchyard/migrations => ../migrations
 	github.com/switchyard-ai/switchyard/shared => ../shared
 )
+
+require github.com/switchyard-ai/switchyard/client v0.0.0 // indirect
+
+replace github.com/switchyard-ai/switchyard/client => ../client
