@@ -74,6 +74,9 @@ func TestOperatorCreatesSuspendsAndResumesAnOrganisation(t *testing.T) {
 	require.Equal(t, id, me["id"])
 	code, res := b.do(admin, http.MethodPost, "/api/v1/dispatch", demo)
 	require.Equal(t, http.StatusAccepted, code, "%v", res)
+	code, res = b.do(admin, http.MethodPost, "/api/v1/dispatch", `{"job_type":"demo_critical","payload":{"prompt":"hi"}}`)
+	require.Equal(t, http.StatusAccepted, code, "%v", res)
+	held := res["jobId"].(string)
 
 	// Suspended: every kind of dispatch answers 403 ORG_SUSPENDED, and nothing is written.
 	code, s := b.do(op, http.MethodPost, "/api/v1/operator/orgs/beta/suspend", `{"reason":"unpaid invoice"}`)
@@ -93,6 +96,8 @@ func TestOperatorCreatesSuspendsAndResumesAnOrganisation(t *testing.T) {
 	code, res = b.do(admin, http.MethodPost, "/api/v1/dispatch", `{"job_type":"demo_research","payload":{"topic":"otters"}}`)
 	requireCode(t, http.StatusForbidden, "ORG_SUSPENDED", code, res)
 	code, res = b.do(admin, http.MethodPost, "/api/v1/workflows/run", `{"workflow":"name: w\non: workflow_dispatch\njobs:\n  a:\n    runs-on: cpu\n    steps:\n      - uses: ./skills/demo_llm\n        with:\n          prompt: hi\n"}`)
+	requireCode(t, http.StatusForbidden, "ORG_SUSPENDED", code, res)
+	code, res = b.do(admin, http.MethodPost, "/api/v1/dispatch/"+held+"/approve", `{"reason":"ok"}`)
 	requireCode(t, http.StatusForbidden, "ORG_SUSPENDED", code, res)
 	var after int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs WHERE org_id = $1`, id).Scan(&after))
