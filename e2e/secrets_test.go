@@ -18,7 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"filippo.io/age"
+
 	"github.com/switchyard-ai/switchyard/harness"
+	"github.com/switchyard-ai/switchyard/shared/providerstore"
 	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
@@ -50,6 +53,55 @@ func (s runSpec) files(runDir string) []string {
 		}
 	}
 	return out
+}
+
+// dispatcherCannotOpenCredentials proves that what run.sh gives the dispatcher seals a
+// provider key the router opens but the dispatcher itself cannot: it holds the router's
+// public key and no identity — no value of its environment, and no file any of them names,
+// is an age identity, and none of them opens the sealed key.
+func dispatcherCannotOpenCredentials(t *testing.T, disp, router runSpec, runDir string) {
+	t.Helper()
+	recipient := disp.env["SWITCHYARD_CREDENTIAL_RECIPIENT"]
+	require.NotEmpty(t, recipient, "the dispatcher is given the router's public key")
+	sealer, err := providerstore.NewSealer(recipient)
+	require.NoError(t, err)
+	const key = "sk-live-dispatcher-never-reads-this"
+	sealed, err := sealer.Seal("00000000-0000-0000-0000-00000000000a", key)
+	require.NoError(t, err)
+	require.NotContains(t, string(sealed), key)
+
+	idFile := router.env["SWITCHYARD_ROUTER_IDENTITY_FILE"]
+	require.NotEmpty(t, idFile, "the router is given its identity")
+	data, err := os.ReadFile(idFile)
+	require.NoError(t, err)
+	routerIDs, err := age.ParseIdentities(bytes.NewReader(data))
+	require.NoError(t, err)
+	opened, err := providerstore.Open(routerIDs, "00000000-0000-0000-0000-00000000000a", sealed)
+	require.NoError(t, err, "the router opens what the dispatcher sealed")
+	require.Equal(t, key, opened)
+
+	var candidates [][]byte
+	for k, v := range disp.env {
+		require.NotContains(t, v, "AGE-SECRET-KEY", "the dispatcher's %s holds an identity", k)
+		require.NotEqual(t, idFile, v, "the dispatcher is given the router's identity file")
+		candidates = append(candidates, []byte(v))
+		if b, err := os.ReadFile(v); err == nil {
+			candidates = append(candidates, b)
+		}
+	}
+	for _, arg := range disp.argv {
+		if b, err := os.ReadFile(arg); err == nil && !strings.HasPrefix(arg, filepath.Join(runDir, "bin")) {
+			candidates = append(candidates, b)
+		}
+	}
+	for _, c := range candidates {
+		ids, err := age.ParseIdentities(bytes.NewReader(c))
+		if err != nil {
+			continue
+		}
+		_, err = providerstore.Open(ids, "00000000-0000-0000-0000-00000000000a", sealed)
+		require.Error(t, err, "something the dispatcher holds opens a sealed credential")
+	}
 }
 
 // TestRunGivesEachProcessOnlyItsSecrets drives the code `make run` starts the processes
@@ -118,7 +170,8 @@ func TestRunGivesEachProcessOnlyItsSecrets(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, specs["provider-router"].files(runDir), 5, "service key, TLS certificate and key, client CA, key ring")
+	require.Len(t, specs["provider-router"].files(runDir), 6, "service key, TLS certificate and key, client CA, key ring, credential identity")
+	dispatcherCannotOpenCredentials(t, specs["dispatcher"], specs["provider-router"], runDir)
 	require.Len(t, specs["executor"].files(runDir), 4, "service key, client certificate and key, CA")
 	require.Equal(t, "7ms", specs["executor"].env["SWITCHYARD_TASK_CHECK_INTERVAL"])
 	for _, name := range []string{"dispatcher", "sim-llm", "demo-tool"} {

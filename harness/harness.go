@@ -87,6 +87,9 @@ type Harness struct {
 	AdminKey string
 	// ServiceKey is the key the executor presents to the router (X-Service-Key).
 	ServiceKey string
+	// CredentialRecipient is the router's public key, given to the dispatcher: provider API
+	// keys set through the admin API are sealed to it.
+	CredentialRecipient string
 	// TLSDir holds the dev CA and the router's and executor's certificates
 	// (`provider-router certs`).
 	TLSDir string
@@ -172,6 +175,15 @@ func (h *Harness) prepare(ctx context.Context) error {
 	if err := h.Run(ctx, Router, "credentials", "keygen", "--file", filepath.Join(dir, "router-keys.json")); err != nil {
 		return err
 	}
+	if err := h.Run(ctx, Router, "credentials", "identity", "--file", filepath.Join(dir, "credentials.agekey"),
+		"--public-file", filepath.Join(dir, "credentials.pub")); err != nil {
+		return err
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "credentials.pub"))
+	if err != nil {
+		return err
+	}
+	h.CredentialRecipient = strings.TrimSpace(string(pub))
 	ca, err := os.ReadFile(filepath.Join(h.TLSDir, "ca.pem"))
 	if err != nil {
 		return err
@@ -234,7 +246,8 @@ func (h *Harness) Env(name, addr string) []string {
 	case Router:
 		env = append(append(env, stores...), "SWITCHYARD_ROUTER_ADDR="+addr,
 			"SWITCHYARD_SERVICE_KEY_FILE="+filepath.Join(dir, "service.key"),
-			"SWITCHYARD_ROUTER_KEYS_FILE="+filepath.Join(dir, "router-keys.json"))
+			"SWITCHYARD_ROUTER_KEYS_FILE="+filepath.Join(dir, "router-keys.json"),
+			"SWITCHYARD_ROUTER_IDENTITY_FILE="+filepath.Join(dir, "credentials.agekey"))
 		if h.opts.RouterTLS {
 			env = append(env, "SWITCHYARD_ROUTER_TLS_CERT="+filepath.Join(tlsDir, "router.pem"),
 				"SWITCHYARD_ROUTER_TLS_KEY="+filepath.Join(tlsDir, "router-key.pem"),
@@ -250,7 +263,8 @@ func (h *Harness) Env(name, addr string) []string {
 				"SWITCHYARD_ROUTER_KEY_FILE="+filepath.Join(tlsDir, "executor-key.pem"))
 		}
 	case Dispatcher:
-		env = append(append(env, stores...), "SWITCHYARD_DISPATCHER_ADDR="+addr)
+		env = append(append(env, stores...), "SWITCHYARD_DISPATCHER_ADDR="+addr,
+			"SWITCHYARD_CREDENTIAL_RECIPIENT="+h.CredentialRecipient)
 	}
 	return append(env, h.opts.Env...)
 }

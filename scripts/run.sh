@@ -16,7 +16,7 @@
 # empty environment (env -i) plus what it needs; the router's files are in
 # .run/secrets/provider-router/, the executors' in .run/secrets/executor/, the dev CA's in
 # .run/ca/ (read only by `provider-router certs`); the dispatcher, sim-llm and the demo tool
-# are given none.
+# are given none (the dispatcher gets the router's public key, .run/credentials.pub, which is not secret).
 #
 # Running it again while the stack is up and ready prints the summary and exits 0 without
 # restarting anything (run `make stop` first to restart). A stack that is only partly up (a
@@ -253,12 +253,16 @@ env_of() {
     provider-router) envv+=("${stores[@]}" "SWITCHYARD_ROUTER_ADDR=$router_addr"
       "SWITCHYARD_SERVICE_KEY_FILE=$router_secrets/service.key"
       "SWITCHYARD_ROUTER_TLS_CERT=$router_secrets/router.pem" "SWITCHYARD_ROUTER_TLS_KEY=$router_secrets/router-key.pem"
-      "SWITCHYARD_ROUTER_CLIENT_CA=$router_secrets/ca.pem" "SWITCHYARD_ROUTER_KEYS_FILE=$router_secrets/router-keys.json") ;;
+      "SWITCHYARD_ROUTER_CLIENT_CA=$router_secrets/ca.pem" "SWITCHYARD_ROUTER_KEYS_FILE=$router_secrets/router-keys.json"
+      "SWITCHYARD_ROUTER_IDENTITY_FILE=$router_secrets/credentials.agekey") ;;
     executor|executor-gpu) envv+=("${stores[@]}" "SWITCHYARD_EXECUTOR_ADDR=$(addr_of "$1")"
       "SWITCHYARD_ROUTER_URL=${SWITCHYARD_ROUTER_URL:-$(url_of provider-router)}"
       "SWITCHYARD_SERVICE_KEY_FILE=$executor_secrets/service.key" "SWITCHYARD_ROUTER_CA_FILE=$executor_secrets/ca.pem"
       "SWITCHYARD_ROUTER_CERT_FILE=$executor_secrets/executor.pem" "SWITCHYARD_ROUTER_KEY_FILE=$executor_secrets/executor-key.pem") ;;
-    dispatcher) envv+=("${stores[@]}" "SWITCHYARD_DISPATCHER_ADDR=$dispatcher_addr") ;;
+    dispatcher) envv+=("${stores[@]}" "SWITCHYARD_DISPATCHER_ADDR=$dispatcher_addr")
+      # The router's public key, not a secret: the dispatcher seals provider API keys to it.
+      local recipient; recipient=$(cat "$run_dir/credentials.pub" 2>/dev/null || true)
+      if [ -n "$recipient" ]; then envv+=("SWITCHYARD_CREDENTIAL_RECIPIENT=$recipient"); fi ;;
   esac
 }
 
@@ -291,6 +295,11 @@ prepare_secrets() {
     >"$log_dir/certs.log" 2>&1 || fail certs "provider-router certs failed; see $(shown "$log_dir/certs.log")"
   "$bin_dir/provider-router" credentials keygen --file "$router_secrets/router-keys.json" >>"$log_dir/certs.log" 2>&1 ||
     fail certs "provider-router credentials keygen failed; see $(shown "$log_dir/certs.log")"
+  # The router's credential identity (its private key, the router's alone) and its public
+  # key for the dispatcher, which seals provider API keys it can never open again.
+  "$bin_dir/provider-router" credentials identity --file "$router_secrets/credentials.agekey" \
+    --public-file "$run_dir/credentials.pub" >>"$log_dir/certs.log" 2>&1 ||
+    fail certs "provider-router credentials identity failed; see $(shown "$log_dir/certs.log")"
   chmod 700 "$ca_dir" "$run_dir/secrets" "$router_secrets" "$executor_secrets"
   find "$ca_dir" "$run_dir/secrets" -type f -exec chmod 600 {} +
 }

@@ -42,6 +42,10 @@ const (
 	// yet dispatched: what remains of the chain after this step's stage. The router's
 	// "remaining" queue order counts them with the chain's calls outstanding.
 	HeaderChainPending = "X-Chain-Pending"
+	// HeaderProvider pins the call to one of the organisation's enabled providers by name,
+	// past the routing policy: the provider's model for the hint (or its default) serves
+	// it. Sent only for a "Test connection" probe (job type switchyard.provider-test).
+	HeaderProvider = "X-Provider"
 )
 
 // Billing is what the router adds to the ChatCompletion in its answer. The model that

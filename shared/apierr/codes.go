@@ -52,6 +52,8 @@ const (
 	CodeRateLimiterUnavailable   = "RATE_LIMITER_UNAVAILABLE"
 	CodeBudgetUnavailable        = "BUDGET_UNAVAILABLE"
 	CodeCredentialUnavailable    = "CREDENTIAL_UNAVAILABLE"
+	CodeCredentialRevoked        = "CREDENTIAL_REVOKED"
+	CodeProviderNotFound         = "PROVIDER_NOT_FOUND"
 	CodeCancelled                = "CANCELLED"
 	CodeCallInFlight             = "CALL_IN_FLIGHT"
 	CodeHandoffUnavailable       = "HANDOFF_UNAVAILABLE"
@@ -162,7 +164,9 @@ var specs = []Spec{
 	{CodeProviderCircuitOpen, http.StatusServiceUnavailable, Router, false},
 	{CodeRateLimiterUnavailable, http.StatusServiceUnavailable, Router, false},
 	{CodeBudgetUnavailable, http.StatusServiceUnavailable, Router, false},
-	{CodeCredentialUnavailable, http.StatusServiceUnavailable, Router, false},
+	{CodeCredentialUnavailable, http.StatusServiceUnavailable, Dispatcher | Router, false},
+	{CodeCredentialRevoked, http.StatusFailedDependency, Router, true},
+	{CodeProviderNotFound, http.StatusNotFound, Dispatcher, true},
 	{CodeCancelled, StatusClientClosedRequest, Router | Run, false},
 	{CodeCallInFlight, http.StatusServiceUnavailable, Router, false},
 	{CodeHandoffUnavailable, http.StatusServiceUnavailable, Router, false},

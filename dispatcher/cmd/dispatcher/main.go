@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/config"
+	"github.com/switchyard-ai/switchyard/shared/providerstore"
 	"github.com/switchyard-ai/switchyard/shared/redisconn"
 	"github.com/switchyard-ai/switchyard/shared/service"
 )
@@ -43,6 +44,7 @@ Environment:
   SWITCHYARD_LOG_LEVEL        debug, info, warn or error (default info)
   SWITCHYARD_TASK_RETENTION   how long finished tasks stay visible in Redis (default 2m)
   SWITCHYARD_WEB_DIR          the built web UI served at /ui (default web/dist)
+  SWITCHYARD_CREDENTIAL_RECIPIENT  the router's public key (age1...): provider API keys are sealed to it
 
 See docs/dispatcher.md and docs/operations.md.
 `
@@ -120,9 +122,18 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog
 	if err != nil {
 		return err
 	}
+	var sealer *providerstore.Sealer
+	if cfg.CredentialRecipient != "" {
+		if sealer, err = providerstore.NewSealer(cfg.CredentialRecipient); err != nil {
+			return err
+		}
+	} else {
+		log.Warn("no router public key: provider API keys cannot be set through the admin API",
+			"see", "SWITCHYARD_CREDENTIAL_RECIPIENT")
+	}
 	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: asynqOpt, Log: log, TaskRetention: cfg.TaskRetention,
 		ReconcileEvery: cfg.ReconcileEvery, ReconcileGrace: cfg.ReconcileGrace,
-		CoordinatorConcurrency: cfg.CoordinatorConcurrency})
+		CoordinatorConcurrency: cfg.CoordinatorConcurrency, Sealer: sealer})
 	a.Start(ctx)
 	// Shutdown order: stop accepting requests and let in-flight ones finish, then stop the
 	// background loops and close the clients.

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/dispatch"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/session"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
+	"github.com/switchyard-ai/switchyard/shared/providerstore"
 )
 
 // MaxBodyBytes bounds every request body (1 MiB); larger bodies answer 413 PAYLOAD_TOO_LARGE
@@ -35,6 +36,8 @@ type Server struct {
 	Validator *dispatch.Validator
 	Sessions  *session.Store
 	Log       *slog.Logger
+	// Sealer seals provider API keys to the router's public key; nil: keys cannot be set.
+	Sealer *providerstore.Sealer
 
 	live *live // the WebSocket hub, /metrics and /ui (live.go)
 }
@@ -92,6 +95,7 @@ func (s *Server) Handler() *echo.Echo {
 	admin.PUT("/queues/:name", s.putQueue)
 	admin.GET("/usage", s.usage)
 	s.registerOperator(v1)
+	s.registerProviders(admin)
 	s.registerLive(e, v1)
 	s.registerOpenAPI(e)
 	return e

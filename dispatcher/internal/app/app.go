@@ -32,6 +32,7 @@ import (
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/netguard"
 	"github.com/switchyard-ai/switchyard/shared/postgres"
+	"github.com/switchyard-ai/switchyard/shared/providerstore"
 )
 
 // Options configure the dispatcher.
@@ -53,6 +54,8 @@ type Options struct {
 	// CoordinatorConcurrency is how many chain transitions run at once (of different
 	// chains: one chain's are serialised by its lock); default 32.
 	CoordinatorConcurrency int
+	// Sealer seals provider API keys to the router's public key; nil: keys cannot be set.
+	Sealer *providerstore.Sealer
 }
 
 // App is a running dispatcher's components.
@@ -113,7 +116,8 @@ func New(o Options) *App {
 		coordinator: newCoordinatorServer(o.Asynq, coord, concurrency, o.Log),
 		coordDB:     coordDB,
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
-			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc},
+			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc,
+			Sealer: o.Sealer},
 		Registry: reg,
 		Queues:   tracker,
 		Reconciler: &reconcile.Reconciler{DB: o.DB, Tasks: inspector, Requeuer: svc, Chains: coord, Events: events, Log: o.Log,

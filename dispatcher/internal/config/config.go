@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/switchyard-ai/switchyard/shared/providerstore"
 )
 
 // Config is the dispatcher's configuration.
@@ -32,16 +35,22 @@ type Config struct {
 	// CoordinatorConcurrency is SWITCHYARD_COORDINATOR_CONCURRENCY, how many chain
 	// transitions run at once; default 32.
 	CoordinatorConcurrency int
+	// CredentialRecipient is SWITCHYARD_CREDENTIAL_RECIPIENT, the router's public key
+	// ("age1..."): provider API keys set through the admin API are sealed to it, so the
+	// dispatcher can store a credential but never read one. Unset: setting a key answers
+	// CREDENTIAL_UNAVAILABLE. It is not a secret.
+	CredentialRecipient string
 }
 
 // FromEnv reads the configuration.
 func FromEnv() (Config, error) {
 	c := Config{
-		DatabaseURL:   os.Getenv("SWITCHYARD_DATABASE_URL"),
-		RedisURL:      os.Getenv("SWITCHYARD_REDIS_URL"),
-		Addr:          cmp.Or(os.Getenv("SWITCHYARD_DISPATCHER_ADDR"), "127.0.0.1:8080"),
-		LogLevel:      cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
-		ShutdownGrace: 10 * time.Second,
+		DatabaseURL:         os.Getenv("SWITCHYARD_DATABASE_URL"),
+		RedisURL:            os.Getenv("SWITCHYARD_REDIS_URL"),
+		Addr:                cmp.Or(os.Getenv("SWITCHYARD_DISPATCHER_ADDR"), "127.0.0.1:8080"),
+		LogLevel:            cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
+		ShutdownGrace:       10 * time.Second,
+		CredentialRecipient: strings.TrimSpace(os.Getenv("SWITCHYARD_CREDENTIAL_RECIPIENT")),
 	}
 	retention := cmp.Or(os.Getenv("SWITCHYARD_TASK_RETENTION"), "2m")
 	d, err := time.ParseDuration(retention)
@@ -65,6 +74,11 @@ func FromEnv() (Config, error) {
 		return c, fmt.Errorf("SWITCHYARD_COORDINATOR_CONCURRENCY: want a number from 1 to 1000")
 	}
 	c.CoordinatorConcurrency = n
+	if c.CredentialRecipient != "" {
+		if _, err := providerstore.NewSealer(c.CredentialRecipient); err != nil {
+			return c, fmt.Errorf("SWITCHYARD_CREDENTIAL_RECIPIENT: %w", err)
+		}
+	}
 	if c.DatabaseURL == "" {
 		return c, fmt.Errorf("SWITCHYARD_DATABASE_URL is required (e.g. postgres://postgres@127.0.0.1:25432/switchyard)")
 	}

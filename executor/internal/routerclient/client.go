@@ -34,8 +34,10 @@ type Client struct {
 type Job struct {
 	OrgID, JobID, TraceID, UserID, JobType, ChainID string
 	RoutingHint, ModelOverride, Residency, Priority string
-	CostCeilingUSD                                  *float64
-	QueueWaitMS                                     int64
+	// Provider pins the call to a provider by name (a "Test connection" probe).
+	Provider       string
+	CostCeilingUSD *float64
+	QueueWaitMS    int64
 	// CapacityWait is how long the call may wait in the router for rate-limit capacity
 	// before the router answers RATE_LIMIT_WAIT with a time to come back; 0: up to the
 	// context's deadline.
@@ -97,6 +99,7 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	setIf(h, aichat.HeaderJobType, job.JobType)
 	setIf(h, aichat.HeaderChainID, job.ChainID)
 	setIf(h, aichat.HeaderModelOverride, job.ModelOverride)
+	setIf(h, aichat.HeaderProvider, job.Provider)
 	setIf(h, aichat.HeaderResidency, job.Residency)
 	setIf(h, aichat.HeaderPriority, job.Priority)
 	setIf(h, aichat.HeaderStepKey, job.StepKey)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
@@ -38,6 +39,19 @@ func (x *execution) chainPending(ctx context.Context) int {
 		return 0
 	}
 	return n
+}
+
+// probedProvider is the provider a "Test connection" probe run is pinned to: its
+// payload's provider, for the probe's job type only; "" for every other run.
+func (x *execution) probedProvider() string {
+	if x.run.JobType != apitypes.ProviderTestJobType {
+		return ""
+	}
+	var p apitypes.ProviderTestPayload
+	if err := json.Unmarshal(x.run.Payload, &p); err != nil {
+		return ""
+	}
+	return p.Provider
 }
 
 // Chat implements tier.Env: journal before effect, replay instead of calling again. A paid
@@ -71,7 +85,7 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		OrgID: rn.OrgID, JobID: rn.ID, TraceID: rn.TraceID, UserID: rn.UserID, JobType: rn.JobType,
 		ChainID: rn.ChainID, RoutingHint: x.skill.RoutingHint, ModelOverride: x.skill.ModelOverride,
 		Residency: x.skill.DataResidency, Priority: rn.Priority, CostCeilingUSD: rn.CostCeilingUSD,
-		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(), StepKey: step,
+		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(), StepKey: step, Provider: x.probedProvider(),
 	}, req)
 	if err != nil {
 		x.Metrics.LLMCall(errorCode(err), time.Since(started))

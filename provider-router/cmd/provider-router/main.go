@@ -61,7 +61,11 @@ Commands:
                         create a key ring file, or add a new current key to it
   credentials set --org SLUG --provider NAME --key-file PATH|-
                         encrypt and store a provider's API key (from a file or stdin)
-  credentials rotate    re-encrypt every credential under the current key
+  credentials identity --file PATH [--public-file PATH] [--rotate]
+                        create the router's age identity (kept if it exists) and write its
+                        public key, the one to give the dispatcher (SWITCHYARD_CREDENTIAL_RECIPIENT)
+  credentials rotate    re-seal every credential to the current public key (with an identity;
+                        this migrates key-ring credentials), else under the ring's current key
   help                  print this help
 
 Environment:
@@ -71,7 +75,8 @@ Environment:
   SWITCHYARD_ROUTER_ADDR       listen address (default 127.0.0.1:8090)
   SWITCHYARD_ROUTER_TLS_CERT, SWITCHYARD_ROUTER_TLS_KEY, SWITCHYARD_ROUTER_CLIENT_CA
                                mutual TLS: all three, or none on a loopback address
-  SWITCHYARD_ROUTER_KEYS_FILE  credential key ring (or SWITCHYARD_ROUTER_KEYS, inline JSON)
+  SWITCHYARD_ROUTER_IDENTITY_FILE  the age identity that opens credentials sealed by the dispatcher
+  SWITCHYARD_ROUTER_KEYS_FILE  credential key ring of older credentials (or SWITCHYARD_ROUTER_KEYS, inline JSON)
   SWITCHYARD_LOG_LEVEL         debug, info, warn or error (default info)
 
 See docs/router.md for the rest.
@@ -96,6 +101,8 @@ func run(ctx context.Context, args []string) error {
 		switch sub {
 		case "keygen":
 			return keygen(args[1:])
+		case "identity":
+			return identity(args[1:])
 		case "set":
 			// Flags first, so that a bad flag or --help needs no database.
 			var err error
@@ -104,7 +111,7 @@ func run(ctx context.Context, args []string) error {
 			}
 		case "rotate":
 		default:
-			return service.Usagef("credentials: want keygen, set or rotate, not %q", sub)
+			return service.Usagef("credentials: want identity, keygen, set or rotate, not %q", sub)
 		}
 	case "serve", "migrate":
 	default:
@@ -127,7 +134,11 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return credentials(ctx, &credential.Store{DB: pool, Ring: ring}, args[0], set, os.Stdin, log)
+		ids, err := credential.LoadIdentities(cfg.IdentityFile)
+		if err != nil {
+			return err
+		}
+		return credentials(ctx, &credential.Store{DB: pool, Ring: ring, Identities: ids}, args[0], set, os.Stdin, log)
 	}
 	return serve(ctx, cfg, log, pool)
 }
@@ -176,6 +187,29 @@ func keygen(args []string) error {
 	return nil
 }
 
+func identity(args []string) error {
+	fs := flag.NewFlagSet("provider-router credentials identity", flag.ContinueOnError)
+	file := fs.String("file", "", "the router's identity file (0600) to create")
+	public := fs.String("public-file", "", "where to write the public key (0644), for the dispatcher")
+	rotate := fs.Bool("rotate", false, "put a new current identity first in an existing file (older ones still open)")
+	if err := flagParse(fs, args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return service.Usagef("credentials identity: --file is required")
+	}
+	created, recipient, err := credential.GenerateIdentityFile(*file, *public, *rotate)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(os.Stderr, "credentials: created the identity in %s; its public key is %s\n", *file, recipient)
+	} else {
+		fmt.Fprintf(os.Stderr, "credentials: %s already holds an identity (public key %s; --rotate adds one)\n", *file, recipient)
+	}
+	return nil
+}
+
 // credentialSet is the parsed command line of `credentials set`.
 type credentialSet struct{ org, provider, keyFile string }
 
@@ -210,7 +244,7 @@ func credentials(ctx context.Context, store *credential.Store, sub string, set c
 		if err != nil {
 			return err
 		}
-		log.Info("credentials re-encrypted", "count", n, "key_id", store.Ring.Current())
+		log.Info("credentials re-sealed", "count", n)
 		return nil
 	}
 	var raw []byte
@@ -231,7 +265,7 @@ func credentials(ctx context.Context, store *credential.Store, sub string, set c
 	if err := store.Set(ctx, set.org, set.provider, secret); err != nil {
 		return err
 	}
-	log.Info("credential stored", "org", set.org, "provider", set.provider, "key_id", store.Ring.Current())
+	log.Info("credential stored", "org", set.org, "provider", set.provider)
 	return nil
 }
 
@@ -247,9 +281,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 	if err != nil {
 		return err
 	}
-	if ring == nil {
-		log.Warn("no credential key ring configured: only providers without credentials can be called",
-			"see", "SWITCHYARD_ROUTER_KEYS_FILE")
+	ids, err := credential.LoadIdentities(cfg.IdentityFile)
+	if err != nil {
+		return err
+	}
+	if ids == nil {
+		log.Warn("no credential identity configured: credentials set through the admin API cannot be opened",
+			"see", "SWITCHYARD_ROUTER_IDENTITY_FILE")
+	} else {
+		log.Info("credential identity loaded", "public_key", ids.Recipient())
 	}
 	rdb, err := redisconn.Connect(ctx, cfg.RedisURL)
 	if err != nil {
@@ -292,7 +332,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, pool *pgxpo
 	srv := &server.Server{
 		DB: pool, ServiceKey: strings.TrimSpace(string(key)), AllowedCallers: cfg.AllowedCallers,
 		Routes: &routing.Resolver{DB: pool}, Prices: &pricing.Table{DB: pool},
-		Credentials: &credential.Store{DB: pool, Ring: ring},
+		Credentials: &credential.Store{DB: pool, Ring: ring, Identities: ids},
 		Limiter:     lim, QueueOrder: pipeline.QueueOrder(cfg.QueueOrder), Estimator: est, Breakers: pipeline.NewBreakers(breaker.Options{
 			Failures: uint32(cfg.BreakerFailures), OpenFor: cfg.BreakerOpen}, metrics),
 		Budget: &budget.Guard{RDB: rdb, Store: budget.PGStore{DB: pool}},

@@ -38,6 +38,10 @@ type Config struct {
 	// KeysFile is SWITCHYARD_ROUTER_KEYS_FILE, the credential key ring (JSON); Keys is
 	// SWITCHYARD_ROUTER_KEYS, the same JSON inline. Neither: no provider credentials.
 	KeysFile, Keys string
+	// IdentityFile is SWITCHYARD_ROUTER_IDENTITY_FILE, the router's age identity: the
+	// private key that opens credentials the dispatcher sealed to its public key. Unset:
+	// only key-ring credentials (and providers without a key) can be used.
+	IdentityFile string
 	// MaxWait is SWITCHYARD_ROUTER_MAX_WAIT, the longest a call without X-Deadline waits for
 	// rate-limit capacity; default 2m.
 	MaxWait time.Duration
@@ -101,6 +105,7 @@ func FromEnv(serve bool) (Config, error) {
 		ClientNames:    list(os.Getenv("SWITCHYARD_ROUTER_CLIENT_NAMES"), "executor"),
 		KeysFile:       os.Getenv("SWITCHYARD_ROUTER_KEYS_FILE"),
 		Keys:           os.Getenv("SWITCHYARD_ROUTER_KEYS"),
+		IdentityFile:   os.Getenv("SWITCHYARD_ROUTER_IDENTITY_FILE"),
 		LogLevel:       cmp.Or(os.Getenv("SWITCHYARD_LOG_LEVEL"), "info"),
 		QueueOrder:     cmp.Or(os.Getenv("SWITCHYARD_ROUTER_QUEUE_ORDER"), "progress"),
 	}

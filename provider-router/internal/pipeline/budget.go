@@ -34,7 +34,7 @@ func (l *Budget) Chat(ctx context.Context, call *Call) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	price, priceErr := l.Prices.Lookup(ctx, string(call.Route.Kind), call.Route.Model)
+	price, priceErr := l.Prices.Lookup(ctx, call.OrgID, string(call.Route.Kind), call.Route.Model)
 	if priceErr != nil && !errors.Is(priceErr, pricing.ErrUnknown) {
 		return nil, dependencyError(apierr.CodeDatabaseUnavailable, "The router could not read the price table.", priceErr)
 	}
@@ -49,7 +49,7 @@ func (l *Budget) Chat(ctx context.Context, call *Call) (*Result, error) {
 	if !call.Priced {
 		return nil, apierr.New(http.StatusUnprocessableEntity, apierr.CodePriceUnknown,
 			"The model has no price, so a cost ceiling cannot be enforced.",
-			"Add the model's price to the price table (prices) or remove the ceiling.").
+			"Set the model's price (`yard providers price set`, PUT /api/v1/admin/prices/{kind}/{model}) or remove the ceiling.").
 			With("provider_kind", string(call.Route.Kind), "model", call.Route.Model)
 	}
 	worst := price.WorstCase(worstPrompt(call.PromptTokens), int64(estimate.MaxTokens(call.Req)))

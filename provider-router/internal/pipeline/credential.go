@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -46,10 +47,16 @@ func (l *Credential) adapter(ctx context.Context, call *Call) (provider.Adapter,
 	var credVer time.Time
 	if l.Store != nil {
 		secret, ver, found, err := l.Store.Get(ctx, route.ProviderID)
+		if revoked, ok := errors.AsType[*credential.RevokedError](err); ok {
+			return nil, apierr.New(http.StatusFailedDependency, apierr.CodeCredentialRevoked,
+				"The API key of provider "+route.ProviderName+" was revoked; the provider was not called.",
+				"An admin sets a new key: `yard providers set-key "+route.ProviderName+"` or PUT /api/v1/admin/providers/"+route.ProviderName+"/credential.").
+				With("provider", route.ProviderName, "revoked_at", revoked.At.UTC())
+		}
 		if err != nil {
 			return nil, apierr.New(http.StatusServiceUnavailable, apierr.CodeCredentialUnavailable,
-				"The router could not open the provider's credential.",
-				"Operators: check the router's key ring (SWITCHYARD_ROUTER_KEYS_FILE) holds the key the credential was sealed with.").
+				"The router could not open the credential of provider "+route.ProviderName+".",
+				"Operators: check the router's identity (SWITCHYARD_ROUTER_IDENTITY_FILE) holds the key the credential was sealed to, or, for older credentials, its key ring (SWITCHYARD_ROUTER_KEYS_FILE).").
 				With("provider", route.ProviderName).Wrap(err)
 		}
 		if found {

@@ -50,6 +50,7 @@ type Call struct {
 	OrgID, JobID, ChainID, UserID, JobType string
 	StepKey                                string // with JobID: the (job, step) pair answered once
 	Hint, ModelOverride, Preference        string // routing inputs; ModelOverride falls back to the body's model
+	Provider                               string // X-Provider: pinned to this provider, past the policy
 	Residency                              string
 	Priority                               int           // limiter.PriorityCritical..PriorityLow
 	Deadline                               time.Time     // X-Deadline, else arrival + the router's MaxWait

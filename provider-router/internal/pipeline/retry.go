@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -107,6 +108,13 @@ func providerError(route routing.Route, err error) error {
 		return apierr.New(http.StatusBadGateway, apierr.CodeProviderUnavailable, "The provider failed to answer.",
 			"The executor retries with backoff; check the provider's status.").With(ctx...).Wrap(err)
 	}
-	return apierr.New(http.StatusBadGateway, apierr.CodeProviderRejected, "The provider rejected the request: "+pe.Message,
+	if pe.Status == http.StatusUnauthorized || pe.Status == http.StatusForbidden {
+		return apierr.New(http.StatusBadGateway, apierr.CodeProviderRejected,
+			fmt.Sprintf("Provider %s refused the API key (HTTP %d): %s", route.ProviderName, pe.Status, pe.Message),
+			"An admin sets the right key: `yard providers set-key "+route.ProviderName+"`, then `yard providers test "+route.ProviderName+"`.").
+			With(ctx...).Wrap(err)
+	}
+	return apierr.New(http.StatusBadGateway, apierr.CodeProviderRejected,
+		fmt.Sprintf("Provider %s rejected the request (HTTP %d): %s", route.ProviderName, pe.Status, pe.Message),
 		"Check the skill's model and prompt; retrying will not help.").With(ctx...).Wrap(err)
 }

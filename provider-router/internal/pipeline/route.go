@@ -16,7 +16,13 @@ type Route struct {
 
 // Chat resolves call.Route and calls on.
 func (l *Route) Chat(ctx context.Context, call *Call) (*Result, error) {
-	route, err := l.Routes.Resolve(ctx, call.OrgID, call.Hint, call.ModelOverride, call.Preference)
+	var route routing.Route
+	var err error
+	if call.Provider != "" {
+		route, err = l.Routes.ResolveProvider(ctx, call.OrgID, call.Provider, call.Hint, call.ModelOverride)
+	} else {
+		route, err = l.Routes.Resolve(ctx, call.OrgID, call.Hint, call.ModelOverride, call.Preference)
+	}
 	if err != nil {
 		return nil, err
 	}

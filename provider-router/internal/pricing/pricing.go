@@ -1,5 +1,6 @@
-// Package pricing turns token counts into money with the registry's price table, per
-// (provider kind, model), in USD per million tokens.
+// Package pricing turns token counts into money with the registry's prices, per
+// (provider kind, model), in USD per million tokens: an organisation's own price
+// (org_prices) over the platform's default (prices).
 package pricing
 
 import (
@@ -45,8 +46,9 @@ type Table struct {
 	expires time.Time
 }
 
-// Lookup returns the price of a model of a provider kind.
-func (t *Table) Lookup(ctx context.Context, kind, model string) (Price, error) {
+// Lookup returns the price of a model of a provider kind for an organisation: its own
+// price, else the platform's default.
+func (t *Table) Lookup(ctx context.Context, orgID, kind, model string) (Price, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.prices == nil || time.Now().After(t.expires) {
@@ -60,7 +62,10 @@ func (t *Table) Lookup(ctx context.Context, kind, model string) (Price, error) {
 		}
 		t.prices, t.expires = prices, time.Now().Add(ttl)
 	}
-	p, ok := t.prices[kind+"\x00"+model]
+	p, ok := t.prices[orgID+"\x00"+kind+"\x00"+model]
+	if !ok {
+		p, ok = t.prices["\x00"+kind+"\x00"+model]
+	}
 	if !ok {
 		return Price{}, fmt.Errorf("%w %s/%s", ErrUnknown, kind, model)
 	}
@@ -76,20 +81,22 @@ func (t *Table) Invalidate() {
 }
 
 func (t *Table) load(ctx context.Context) (map[string]Price, error) {
-	rows, err := t.DB.Query(ctx, `SELECT provider_kind, model, input_per_mtok::float8, output_per_mtok::float8,
-		cached_per_mtok::float8 FROM prices`)
+	rows, err := t.DB.Query(ctx, `SELECT '', provider_kind, model, input_per_mtok::float8, output_per_mtok::float8,
+		cached_per_mtok::float8 FROM prices
+		UNION ALL SELECT org_id::text, provider_kind, model, input_per_mtok::float8, output_per_mtok::float8,
+		cached_per_mtok::float8 FROM org_prices`)
 	if err != nil {
 		return nil, fmt.Errorf("reading prices: %w", err)
 	}
 	defer rows.Close()
 	prices := map[string]Price{}
 	for rows.Next() {
-		var kind, model string
+		var org, kind, model string
 		var p Price
-		if err := rows.Scan(&kind, &model, &p.InputPerMTok, &p.OutputPerMTok, &p.CachedPerMTok); err != nil {
+		if err := rows.Scan(&org, &kind, &model, &p.InputPerMTok, &p.OutputPerMTok, &p.CachedPerMTok); err != nil {
 			return nil, err
 		}
-		prices[kind+"\x00"+model] = p
+		prices[org+"\x00"+kind+"\x00"+model] = p
 	}
 	return prices, rows.Err()
 }

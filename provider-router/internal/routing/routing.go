@@ -117,6 +117,31 @@ func (r *Resolver) Resolve(ctx context.Context, orgID, hint, modelOverride, pref
 		Jurisdiction: p.Jurisdiction, Model: model, UpdatedAt: p.UpdatedAt}, nil
 }
 
+// ResolveProvider routes a call to the organisation's enabled provider of that name, past
+// the routing policy (X-Provider, a "Test connection" probe): the model is the override,
+// else the provider's model for the hint, else its default model.
+func (r *Resolver) ResolveProvider(ctx context.Context, orgID, name, hint, modelOverride string) (Route, error) {
+	if hint == "" || hint == "auto" {
+		hint = "default"
+	}
+	org, err := r.load(ctx, orgID)
+	if err != nil {
+		return Route{}, err
+	}
+	for _, p := range org.providers {
+		if p.Name != name {
+			continue
+		}
+		model := firstNonEmpty(modelOverride, p.Models[hint], p.Models["default"])
+		if model == "" {
+			return Route{}, routingFailed(org, hint, "provider "+name+" has no model for this hint and no default model")
+		}
+		return Route{ProviderID: p.ID, ProviderName: p.Name, Kind: provider.Kind(p.Kind), BaseURL: p.BaseURL,
+			Jurisdiction: p.Jurisdiction, Model: model, UpdatedAt: p.UpdatedAt}, nil
+	}
+	return Route{}, routingFailed(org, hint, "provider "+name+" is not an enabled provider of the organisation")
+}
+
 // Invalidate drops an organisation's cached routing ("" drops every organisation's), so
 // the next call reads the registry again.
 func (r *Resolver) Invalidate(orgID string) {

@@ -14,7 +14,7 @@ func (s *Server) OnRegistryChange(ctx context.Context, c registry.Change) {
 	switch c.Table {
 	case "provider_configs", "routing_policies":
 		s.Routes.Invalidate(c.OrgID)
-	case "prices":
+	case "prices", "org_prices":
 		s.Prices.Invalidate()
 	case "provider_credentials":
 		if s.Credentials != nil {
