@@ -51,6 +51,9 @@ type Client struct {
 	Org *OrgService
 	// Orgs creates, changes, suspends and resumes organisations (a platform operator key).
 	Orgs *OrgsService
+	// Providers administers the organisation's providers, API keys, routing, limits and
+	// prices (role admin).
+	Providers *ProvidersService
 }
 
 // Option configures a Client.
@@ -100,6 +103,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	c.Queues = &QueuesService{c: c}
 	c.Org = &OrgService{c: c}
 	c.Orgs = &OrgsService{c: c}
+	c.Providers = &ProvidersService{c: c}
 	return c, nil
 }
 

@@ -83,10 +83,12 @@ type ProviderLimit struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// LimitSet is the body of PUT /api/v1/admin/providers/{name}/limits/{model}.
+// LimitSet is the body of PUT /api/v1/admin/limits.
 type LimitSet struct {
-	RPM int `json:"rpm" validate:"min=0,max=100000000"`
-	TPM int `json:"tpm" validate:"min=0,max=2000000000"`
+	Provider string `json:"provider" validate:"required,max=63"`
+	Model    string `json:"model" validate:"required,max=200"`
+	RPM      int    `json:"rpm" validate:"min=0,max=100000000"`
+	TPM      int    `json:"tpm" validate:"min=0,max=2000000000"`
 }
 
 // Price is what a million tokens of a model cost, in USD. Source is "default" for the
@@ -101,8 +103,10 @@ type Price struct {
 	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
-// PriceSet is the body of PUT /api/v1/admin/prices/{providerKind}/{model}.
+// PriceSet is the body of PUT /api/v1/admin/prices.
 type PriceSet struct {
+	ProviderKind  string  `json:"providerKind" validate:"required,oneof=openai openrouter openai_compatible anthropic gemini"`
+	Model         string  `json:"model" validate:"required,max=200"`
 	InputPerMTok  float64 `json:"inputPerMTok" validate:"min=0,max=1000000"`
 	OutputPerMTok float64 `json:"outputPerMTok" validate:"min=0,max=1000000"`
 	CachedPerMTok float64 `json:"cachedPerMTok" validate:"min=0,max=1000000"`

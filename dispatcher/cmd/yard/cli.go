@@ -85,7 +85,8 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.keyFile, "key-file", "", "file holding the API key (default .run/admin.key when present)")
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.AddCommand(a.dispatchCmd(), a.batchCmd(), a.statusCmd(), a.listCmd(), a.spansCmd(), a.watchCmd(),
-		a.cancelCmd(), a.approveCmd(), a.rejectCmd(), a.reviewsCmd(), a.chainCmd(), a.workflowCmd(), a.skillsCmd(), a.keysCmd(), a.orgsCmd())
+		a.cancelCmd(), a.approveCmd(), a.rejectCmd(), a.reviewsCmd(), a.chainCmd(), a.workflowCmd(), a.skillsCmd(), a.keysCmd(), a.orgsCmd(),
+		a.providersCmd())
 	return root
 }
 

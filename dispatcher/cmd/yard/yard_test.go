@@ -36,7 +36,7 @@ type bundle struct {
 	pool *pgxpool.Pool
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T, adjust ...func(*dispatcher.Options)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	_, pool := testkit.DB(t)
@@ -51,7 +51,11 @@ func setup(t *testing.T) *bundle {
 	key, _, err := auth.Create(ctx, pool, orgID, "yard-test", []auth.Role{auth.RoleAdmin}, "test")
 	require.NoError(t, err)
 
-	a := dispatcher.New(dispatcher.Options{DB: pool, Redis: rdb, Asynq: opt, Log: log, ReconcileEvery: time.Hour})
+	o := dispatcher.Options{DB: pool, Redis: rdb, Asynq: opt, Log: log, ReconcileEvery: time.Hour}
+	for _, f := range adjust {
+		f(&o)
+	}
+	a := dispatcher.New(o)
 	a.Start(ctx)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() {

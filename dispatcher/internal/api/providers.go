@@ -147,18 +147,12 @@ func (s *Server) listLimits(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"items": ls})
 }
 
-type limitRequest struct {
-	Provider string `json:"provider" validate:"required,max=63"`
-	Model    string `json:"model" validate:"required,max=200"`
-	apitypes.LimitSet
-}
-
 func (s *Server) putLimit(c echo.Context) error {
-	var req limitRequest
+	var req apitypes.LimitSet
 	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
 		return err
 	}
-	l, err := providerstore.PutLimit(c.Request().Context(), s.DB, principal(c).OrgID, req.Provider, req.Model, req.LimitSet)
+	l, err := providerstore.PutLimit(c.Request().Context(), s.DB, principal(c).OrgID, req.Provider, req.Model, req)
 	if err != nil {
 		return providerError(err)
 	}
@@ -184,18 +178,12 @@ func (s *Server) listPrices(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"items": ps})
 }
 
-type priceRequest struct {
-	ProviderKind string `json:"providerKind" validate:"required,oneof=openai openrouter openai_compatible anthropic gemini"`
-	Model        string `json:"model" validate:"required,max=200"`
-	apitypes.PriceSet
-}
-
 func (s *Server) putPrice(c echo.Context) error {
-	var req priceRequest
+	var req apitypes.PriceSet
 	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
 		return err
 	}
-	p, err := providerstore.PutPrice(c.Request().Context(), s.DB, principal(c).OrgID, req.ProviderKind, req.Model, req.PriceSet)
+	p, err := providerstore.PutPrice(c.Request().Context(), s.DB, principal(c).OrgID, req.ProviderKind, req.Model, req)
 	if err != nil {
 		return providerError(err)
 	}
@@ -223,7 +211,7 @@ func probeSkill() skill.Skill {
 }
 
 // ProbeTimeout bounds how long a "Test connection" waits for its probe run.
-const ProbeTimeout = 60 * time.Second
+const ProbeTimeout = 25 * time.Second
 
 // testProvider sends a tiny probe call through the normal path — dispatch, queue,
 // executor, router, provider — pinned to the provider, and answers what the provider said

@@ -237,6 +237,17 @@ var schemaPairs = []struct {
 	{"ChainSummary", reflect.TypeFor[apitypes.ChainSummary](), true},
 	{"ChainList", reflect.TypeFor[apitypes.ChainList](), true},
 	{"ChainControl", reflect.TypeFor[apitypes.ChainControl](), true},
+	{"Provider", reflect.TypeFor[apitypes.Provider](), true},
+	{"ProviderSpec", reflect.TypeFor[apitypes.ProviderSpec](), false},
+	{"CredentialInfo", reflect.TypeFor[apitypes.CredentialInfo](), true},
+	{"CredentialSet", reflect.TypeFor[apitypes.CredentialSet](), false},
+	{"RoutingPolicy", reflect.TypeFor[apitypes.RoutingPolicy](), true},
+	{"RoutingRule", reflect.TypeFor[apitypes.RoutingRule](), true},
+	{"ProviderLimit", reflect.TypeFor[apitypes.ProviderLimit](), true},
+	{"Price", reflect.TypeFor[apitypes.Price](), true},
+	{"ProviderTest", reflect.TypeFor[apitypes.ProviderTest](), true},
+	{"LimitSet", reflect.TypeFor[apitypes.LimitSet](), false},
+	{"PriceSet", reflect.TypeFor[apitypes.PriceSet](), false},
 
 	// The dispatcher's own.
 	{"DispatchRequest", reflect.TypeFor[dispatch.Request](), false},
