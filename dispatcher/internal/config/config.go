@@ -35,10 +35,11 @@ type Config struct {
 	// CoordinatorConcurrency is SWITCHYARD_COORDINATOR_CONCURRENCY, how many chain
 	// transitions run at once; default 32.
 	CoordinatorConcurrency int
-	// CredentialRecipient is SWITCHYARD_CREDENTIAL_RECIPIENT, the router's public key
-	// ("age1..."): provider API keys set through the admin API are sealed to it, so the
-	// dispatcher can store a credential but never read one. Unset: setting a key answers
-	// CREDENTIAL_UNAVAILABLE. It is not a secret.
+	// CredentialRecipient is SWITCHYARD_CREDENTIAL_RECIPIENT (or the content of the file
+	// SWITCHYARD_CREDENTIAL_RECIPIENT_FILE), the router's public key ("age1..."): provider
+	// API keys set through the admin API are sealed to it, so the dispatcher can store a
+	// credential but never read one. Unset: setting a key answers CREDENTIAL_UNAVAILABLE.
+	// It is not a secret.
 	CredentialRecipient string
 }
 
@@ -74,6 +75,13 @@ func FromEnv() (Config, error) {
 		return c, fmt.Errorf("SWITCHYARD_COORDINATOR_CONCURRENCY: want a number from 1 to 1000")
 	}
 	c.CoordinatorConcurrency = n
+	if f := os.Getenv("SWITCHYARD_CREDENTIAL_RECIPIENT_FILE"); f != "" && c.CredentialRecipient == "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return c, fmt.Errorf("SWITCHYARD_CREDENTIAL_RECIPIENT_FILE: %w", err)
+		}
+		c.CredentialRecipient = strings.TrimSpace(string(b))
+	}
 	if c.CredentialRecipient != "" {
 		if _, err := providerstore.NewSealer(c.CredentialRecipient); err != nil {
 			return c, fmt.Errorf("SWITCHYARD_CREDENTIAL_RECIPIENT: %w", err)
