@@ -28,6 +28,11 @@ func TestProviders(t *testing.T) {
 	require.Equal(t, exitError, r.code)
 	require.Contains(t, r.stderr, "baseUrl", "validation names the field")
 
+	r = b.yard("sk-12\n", "providers", "set-key", "openai")
+	require.Equal(t, exitError, r.code)
+	require.Contains(t, r.stderr, "apiKey", "validation names the field")
+	require.NotContains(t, r.stderr+r.stdout, "sk-12", "and never echoes the key")
+
 	const key = "sk-proj-cli-secret-4321"
 	r = b.yard(key+"\n", "providers", "set-key", "openai")
 	require.Equal(t, exitOK, r.code, r.stderr)
