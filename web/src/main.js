@@ -11,6 +11,7 @@ import { RunView } from './pages/run.js';
 import { ChainView } from './pages/chain.js';
 import { Skills, SkillEdit } from './pages/skills.js';
 import { Reviews } from './pages/reviews.js';
+import { Providers } from './pages/providers.js';
 import './style.css';
 
 function useHash() {
@@ -40,6 +41,7 @@ function App() {
   else if (parts[0] === 'skills' && parts[1]) page = html`<${SkillEdit} jobType=${parts[1]} key=${parts[1]} me=${me} />`;
   else if (parts[0] === 'skills') page = html`<${Skills} me=${me} />`;
   else if (parts[0] === 'reviews') page = html`<${Reviews} me=${me} />`;
+  else if (parts[0] === 'providers') page = html`<${Providers} me=${me} />`;
   else page = html`<${Runs} me=${me} />`;
 
   const signOut = async () => {
@@ -51,7 +53,7 @@ function App() {
   return html`<div class="shell">
     <header>
       <span class="brand">Switchyard</span>
-      <nav>${tab('#/runs', 'Live dashboard')}${tab('#/skills', 'Skill bindings')}${tab('#/reviews', 'Review queue')}</nav>
+      <nav>${tab('#/runs', 'Live dashboard')}${tab('#/skills', 'Skill bindings')}${tab('#/reviews', 'Review queue')}${me.roles.includes('admin') ? tab('#/providers', 'Providers') : null}</nav>
       <span class="who" data-testid="who">${me.keyName} · org ${me.orgId.slice(0, 8)} · ${me.roles.join(', ')}</span>
       <button class="link" onClick=${signOut} data-testid="signout">Sign out</button>
     </header>

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autonomousTests } from './autonomous.mjs';
+import { providersTests } from './providers.mjs';
 
 const base = (process.argv[2] || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const adminKey = process.env.SWITCHYARD_UI_ADMIN_KEY;
@@ -602,6 +603,7 @@ await test('a workflow run is drawn as its jobs: matrix counter, results, steps 
 });
 
 await autonomousTests({ test, page, base, adminKey, call, dispatch, waitRun, requireSkill, shot, assert, sleep, Skip });
+await providersTests({ test, page, base, adminKey, call, shot, assert, Skip });
 
 await test('a second organisation sees none of the first one\'s runs', async () => {
   const B = await browserContext();
