@@ -137,4 +137,10 @@ var (
 
 	//go:embed sql/delete_chain.sql
 	deleteChainSQL string
+
+	//go:embed sql/save_snapshot.sql
+	saveSnapshotSQL string
+
+	//go:embed sql/load_snapshot.sql
+	loadSnapshotSQL string
 )

@@ -1,6 +1,7 @@
 // Package runstore is the one owner of a run's rows: it alone reads and writes the runs
 // table, a run's replay journal (run_journal), its event journal (run_events), its spans,
-// its batch (batches) and its chain (chains, chain_steps: chains.go). Every status change goes through Transition, which checks it
+// its batch (batches), its chain (chains, chain_steps: chains.go) and its snapshots
+// (run_snapshots: snapshots.go). Every status change goes through Transition, which checks it
 // against the table of legal transitions in shared/run. Other packages declare the narrow
 // interface they need of *Store at their side (a runWriter, an eventJournal, ...).
 //

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"testing"
@@ -90,4 +91,58 @@ func TestAutonomousRunPausesResumesAndReplays(t *testing.T) {
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM spans WHERE run_id = $1 AND type = 'reflection'
 		AND attributes->>'verdict' = 'pass'`, runID), "one reflection span per step, reopened by the retry, not doubled")
 	require.Subset(t, b.events(t, runID), []string{"job:plan_created", "job:held", "job:reflection", "job:completed"})
+}
+
+// An autonomous run whose third step's router call fails resumes, on its next attempt, from
+// the snapshot the first attempt saved after step 2: it answers none of the first two
+// steps' calls from the journal (without the snapshot it would replay all five), asks the
+// router nothing twice, and ends as an uninterrupted run does.
+func TestAutonomousRunResumesFromSnapshot(t *testing.T) {
+	t.Parallel()
+	step := func(id string) map[string]any {
+		return map[string]any{"step_id": id, "description": "do " + id, "execution_type": "llm_only",
+			"success_criteria": []string{id + " done"}}
+	}
+	pass := func(s string) openai.ChatCompletionMessage {
+		return agentAnswer(map[string]any{"verdict": "pass", "reasoning": s + " is right", "summary": s})
+	}
+	b := setup(t, map[string]openai.ChatCompletionMessage{
+		"plan/1/try/1":    agentAnswer(map[string]any{"steps": []any{step("s1"), step("s2"), step("s3")}}),
+		"exec/1/llm":      text("one"),
+		"reflect/1/try/1": pass("one"),
+		"exec/2/llm":      text("two"),
+		"reflect/2/try/1": pass("two"),
+		"exec/3/llm":      text("three"),
+		"reflect/3/try/1": pass("three"),
+		"eval/try/1":      agentAnswer(map[string]any{"goal_achieved": true, "reasoning": "all done", "answer": "one two three"}),
+	})
+	b.router.fail("exec/3/llm", providerUnavailable())
+	runID := b.newRun(t, skill.Skill{JobType: "agent", ExecutionType: "autonomous", MaxTokens: 64, MaxIterations: 3,
+		Autonomous: json.RawMessage(`{}`)})
+
+	require.Error(t, b.handle(withDelivery(context.Background(), 0, 3), runID), "step 3's router call failed: retried")
+	var seq int
+	var state map[string]any
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT (state->>'seq')::int, state->'state'
+		FROM run_snapshots WHERE run_id = $1 AND step_key = 'snapshot'`, runID).Scan(&seq, &state))
+	require.Equal(t, 2, seq, "the snapshot after the second reflection")
+	require.Len(t, state["done"], 2)
+	require.Len(t, state["remaining"], 1)
+
+	require.NoError(t, b.handle(withDelivery(context.Background(), 1, 3), runID))
+	rr := b.run(t, runID)
+	require.Equal(t, "completed", rr.Status, "%v", rr.Error)
+	require.Equal(t, "0", cmp.Or(scrape(t, b.metrics)[`switchyard_executor_llm_calls_total{outcome="replayed"}`], "0"),
+		"nothing before the snapshot was read back from the journal")
+	for s, n := range map[string]int{"plan/1/try/1": 1, "exec/1/llm": 1, "reflect/1/try/1": 1, "exec/2/llm": 1,
+		"reflect/2/try/1": 1, "exec/3/llm": 2, "reflect/3/try/1": 1, "eval/try/1": 1} {
+		require.Equal(t, n, b.router.count(s), s)
+	}
+	var out map[string]any
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT output FROM runs WHERE id = $1`, runID).Scan(&out))
+	require.Equal(t, "one two three", out["content"])
+	require.EqualValues(t, 3, out["steps_executed"])
+	require.Len(t, out["steps"], 3)
+	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM spans WHERE run_id = $1 AND type = 'chain_step'`, runID),
+		"one span per step")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
+	"github.com/switchyard-ai/switchyard/executor/internal/tier"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
@@ -269,17 +270,63 @@ func (x *execution) queueEvent(typ string, data any) {
 	x.buf.events = append(x.buf.events, d)
 }
 
-// writeBuffer holds spans and events not yet written. It is safe for concurrent use: the
-// agents of a multi-agent pattern share one execution.
+// writeBuffer holds spans, events and snapshots not yet written. It is safe for concurrent
+// use: the agents of a multi-agent pattern share one execution.
 type writeBuffer struct {
 	mu     sync.Mutex
 	spans  runstore.SpanBatch
 	events []event.Draft
+	snaps  map[string]snapshot // the tiers' newest snapshots, by key
 	// writing is held by whoever takes the buffer to write it, until the write is done, so
 	// that writes reach Postgres in the order the buffer was taken: two concurrent flushes
 	// would otherwise race, and an older state of a span (running) could overwrite a newer
 	// one (ended), or events publish out of seq order.
 	writing sync.Mutex
+}
+
+// An execution keeps the snapshots of the autonomous tier.
+var _ tier.Snapshots = (*execution)(nil)
+
+// snapshot is a tier's snapshot waiting for the next flush.
+type snapshot struct {
+	seq   int
+	state json.RawMessage
+}
+
+// LoadSnapshot implements tier.Snapshots. A run's first attempt has none to find and does
+// not look.
+func (x *execution) LoadSnapshot(ctx context.Context, key string) (int, json.RawMessage, bool, error) {
+	if !x.resumed {
+		return 0, nil, false, nil
+	}
+	seq, state, ok, err := x.runs().LoadSnapshot(ctx, x.run.ID, key)
+	if err != nil {
+		x.log.Warn("reading snapshot; the run replays its journal", "key", key, "error", err)
+		return 0, nil, false, err
+	}
+	if ok {
+		x.log.Info("snapshot loaded", "key", key, "seq", seq)
+	}
+	return seq, state, ok, nil
+}
+
+// SaveSnapshot implements tier.Snapshots: the snapshot is written by the next flush (the
+// one before the next router or tool call), in the same round trip as the spans and
+// events; only the newest of a key is kept until then.
+func (x *execution) SaveSnapshot(_ context.Context, key string, seq int, state json.RawMessage) {
+	x.buf.mu.Lock()
+	defer x.buf.mu.Unlock()
+	x.buf.keepSnapshot(key, snapshot{seq: seq, state: state})
+}
+
+// keepSnapshot buffers s as key's snapshot unless a newer one is buffered; x.buf.mu held.
+func (b *writeBuffer) keepSnapshot(key string, s snapshot) {
+	if b.snaps == nil {
+		b.snaps = map[string]snapshot{}
+	}
+	if old, ok := b.snaps[key]; !ok || old.seq < s.seq {
+		b.snaps[key] = s
+	}
 }
 
 // flush writes the buffered spans and events in one round trip and two statements (one
@@ -288,15 +335,18 @@ func (x *execution) flush(ctx context.Context) {
 	x.buf.writing.Lock()
 	defer x.buf.writing.Unlock()
 	x.buf.mu.Lock()
-	spans, drafts := x.buf.spans, x.buf.events
-	x.buf.spans, x.buf.events = runstore.SpanBatch{}, nil
+	spans, drafts, snaps := x.buf.spans, x.buf.events, x.buf.snaps
+	x.buf.spans, x.buf.events, x.buf.snaps = runstore.SpanBatch{}, nil, nil
 	x.buf.mu.Unlock()
-	if spans.Len() == 0 && len(drafts) == 0 {
+	if spans.Len() == 0 && len(drafts) == 0 && len(snaps) == 0 {
 		return
 	}
 	b := &pgx.Batch{}
 	spans.Queue(b)
 	envs := runstore.QueueEvents(b, x.run.ID, x.run.OrgID, drafts)
+	for key, s := range snaps {
+		runstore.QueueSnapshot(b, x.run.ID, key, s.seq, s.state)
+	}
 	if err := x.runs().SendBatch(ctx, b); err != nil {
 		if !transient(err) {
 			x.log.Error("writing spans and events", "error", err)
@@ -309,6 +359,9 @@ func (x *execution) flush(ctx context.Context) {
 		x.buf.mu.Lock()
 		spans.Append(&x.buf.spans)
 		x.buf.spans, x.buf.events = spans, append(drafts, x.buf.events...)
+		for key, s := range snaps {
+			x.buf.keepSnapshot(key, s)
+		}
 		x.buf.mu.Unlock()
 		return
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,8 @@ type (
 		Journaled(ctx context.Context, runID, step string, dst any) (time.Time, bool, error)
 		Journal(ctx context.Context, runID, step, kind string, data any) (bool, error)
 		JournalLLMAnswer(ctx context.Context, runID, step string, u runstore.Usage, entry []byte) (runstore.Totals, bool, error)
+		// LoadSnapshot reads a tier's newest snapshot (tier.Snapshots); flush writes them.
+		LoadSnapshot(ctx context.Context, runID, key string) (int, json.RawMessage, bool, error)
 	}
 	// spanReader reads back, and closes, the spans of earlier attempts.
 	spanReader interface {

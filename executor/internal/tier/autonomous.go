@@ -69,8 +69,10 @@ func callMarker(call string) string { return "\n[call:" + call + "]" }
 // executed step, "reflect/<n>/try/<k>", "eval/try/<k>" — and the agent's state (the plan,
 // the steps done, the counters) is a function of those answers only, so a resumed run
 // walks the same path by replaying them and asks nothing twice. n never repeats across
-// adjustments and replans, and g only grows, so no key is ever reused. The block's other
-// agent patterns run several such agents (runPattern, patterns.go).
+// adjustments and replans, and g only grows, so no key is ever reused. After each
+// reflection the state is also saved as a snapshot (snapshot.go) when the Env keeps them: a
+// resumed run starts from the newest one and replays only the answers after it. The block's
+// other agent patterns run several such agents (runPattern, patterns.go).
 func Autonomous(ctx context.Context, env Env, job Job) (Outcome, error) {
 	cfg, problems := skill.ParseAutonomous(job.Skill.Autonomous, job.Skill.Tools)
 	if len(problems) > 0 {
@@ -157,11 +159,13 @@ type evaluation struct {
 }
 
 func (a *agent) run(ctx context.Context) (Outcome, error) {
-	steps, err := a.plan(ctx, a.job.RootSpanID, "")
-	if err != nil {
-		return Outcome{}, err
+	if !a.restore(ctx) {
+		steps, err := a.plan(ctx, a.job.RootSpanID, "")
+		if err != nil {
+			return Outcome{}, err
+		}
+		a.remaining = steps
 	}
-	a.remaining = steps
 	exhausted := ""
 	for len(a.remaining) > 0 {
 		if len(a.done) >= a.cfg.MaxSteps {
@@ -215,6 +219,7 @@ func (a *agent) run(ctx context.Context) (Outcome, error) {
 		if exhausted != "" {
 			break
 		}
+		a.snapshot(ctx)
 	}
 	return a.evaluate(ctx, exhausted)
 }
