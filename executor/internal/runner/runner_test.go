@@ -43,7 +43,7 @@ type pgProxy struct {
 	conns map[net.Conn]bool
 }
 
-func newPGProxy(t *testing.T, target string) *pgProxy {
+func newPGProxy(t testing.TB, target string) *pgProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ type fakeRouter struct {
 	script map[string][]*routerError
 }
 
-func newFakeRouter(t *testing.T, answers map[string]openai.ChatCompletionMessage) *fakeRouter {
+func newFakeRouter(t testing.TB, answers map[string]openai.ChatCompletionMessage) *fakeRouter {
 	t.Helper()
 	f := &fakeRouter{calls: map[string]int{}, requests: map[string]openai.ChatCompletionRequest{}, jobIDs: map[string]bool{},
 		headers: map[string]http.Header{}, script: map[string][]*routerError{}}
@@ -187,7 +187,7 @@ type bundle struct {
 
 // setup returns a runner whose Postgres goes through a proxy the test can cut, talking to
 // a fake router.
-func setup(t *testing.T, answers map[string]openai.ChatCompletionMessage) *bundle {
+func setup(t testing.TB, answers map[string]openai.ChatCompletionMessage) *bundle {
 	t.Helper()
 	dbURL, pool := testkit.DB(t)
 	_, rdb := testkit.Redis(t)
@@ -211,7 +211,7 @@ func setup(t *testing.T, answers map[string]openai.ChatCompletionMessage) *bundl
 }
 
 // newRun registers the skill and queues a run of it.
-func (b *bundle) newRun(t *testing.T, sk skill.Skill) string {
+func (b *bundle) newRun(t testing.TB, sk skill.Skill) string {
 	t.Helper()
 	ctx := context.Background()
 	sk.Enabled = true
@@ -246,7 +246,7 @@ func (b *bundle) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
-func (b *bundle) status(t *testing.T, runID string) string {
+func (b *bundle) status(t testing.TB, runID string) string {
 	t.Helper()
 	var st string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM runs WHERE id = $1`, runID).Scan(&st))
@@ -441,7 +441,7 @@ func TestMetricsAfterARun(t *testing.T) {
 }
 
 // scrape serves the metrics as /metrics does and returns each sample's value by series.
-func scrape(t *testing.T, m *metrics.Metrics) map[string]string {
+func scrape(t testing.TB, m *metrics.Metrics) map[string]string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
