@@ -101,3 +101,23 @@ func TestProcessesCountsChildren(t *testing.T) {
 		t.Fatalf("process and children %s; the process alone had %s and its child at least 50ms", both, own)
 	}
 }
+
+// TestRSSGrowsWithTouchedMemory: touching 64 MiB more raises the process's RSS by about that.
+func TestRSSGrowsWithTouchedMemory(t *testing.T) {
+	before, err := RSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	after, err := RSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after - before; grew < 48<<20 {
+		t.Fatalf("RSS grew by %d bytes after touching 64 MiB", grew)
+	}
+	_ = buf[len(buf)-1]
+}
