@@ -22,12 +22,13 @@
 //   - paused: -paused agents whose first step wants create_ticket, behind an approval gate:
 //     they pause pending_review. It reports the executor's goroutines, RSS and Go heap
 //     before and after, and the queue wait of an llm_only run dispatched to the same queue
-//     (-concurrency workers, fewer than the paused runs) while they wait.
+//     (-concurrency workers, fewer than the paused runs) while they wait, and the goroutines
+//     and memory again -settle later, once the connections the pausing opened have idled out.
 //
 // The executor is restarted before each phase, so that each starts from an idle process.
 //
 //	go run ./bench/cmd/autonomous [-phases step,lab,paused] [-step-runs 20] [-steps 10]
-//	    [-lab-runs 200] [-lab-steps 3] [-lab-for 3m] [-paused 1000] [-concurrency 250]
+//	    [-lab-runs 200] [-lab-steps 3] [-lab-for 3m] [-paused 1000] [-settle 130s] [-concurrency 250]
 //	    [-dir .run/autonomous] [-bin DIR] [-pg-port 25441] [-redis-port 26391]
 package main
 
@@ -58,6 +59,7 @@ type options struct {
 	latency           string
 	latencyMean       time.Duration
 	paused            int
+	settle            time.Duration
 	concurrency       int
 	dir, bin          string
 	pgPort, redisPort int
@@ -76,6 +78,7 @@ func main() {
 	flag.StringVar(&o.latency, "latency", "mix:0.95*uniform:1s-5s,0.05*uniform:20s-40s", "lab: sim-llm latency of every call")
 	flag.DurationVar(&o.latencyMean, "latency-mean", 4350*time.Millisecond, "lab: the mean of -latency, for the theoretical rate")
 	flag.IntVar(&o.paused, "paused", 1000, "paused: agents paused for approval")
+	flag.DurationVar(&o.settle, "settle", 130*time.Second, "paused: how long after the pause the last reading is taken (the executor's router connections idle out after 90 s, and Go collects garbage at least every 2 min); 0 skips it")
 	flag.IntVar(&o.concurrency, "concurrency", 250, "the bench queue's concurrency (the executor's workers)")
 	flag.StringVar(&o.dir, "dir", ".run/autonomous", "directory of the bench's stores, logs and binaries (stores and logs emptied first)")
 	flag.StringVar(&o.bin, "bin", "", "directory holding the binaries (default: build them into -dir/bin)")

@@ -256,5 +256,22 @@ func (b *bench) pausedPhase(ctx context.Context) error {
 		kib(float64(after.rss-before.rss)/float64(len(ids))), mib(before.heap), mib(after.heap))
 	fmt.Printf("paused: tasks active on the queue while they wait: %d; an llm_only run dispatched to the same queue: %s, "+
 		"queue wait %.1f ms, dispatch → finished %.1f ms\n", active, status, wait*1000, total*1000)
+	// What is left once the connections the pausing opened to the router have idled out.
+	if o.settle <= 0 {
+		return nil
+	}
+	if err := sleep(ctx, o.settle); err != nil {
+		return err
+	}
+	idle, err := b.sample(ctx)
+	if err != nil {
+		return err
+	}
+	if st, err := b.statuses(ctx, ids); err != nil || st["pending_review"] != len(ids) {
+		return fmt.Errorf("the paused runs did not stay paused: %v %v", st, err)
+	}
+	fmt.Printf("paused: %s later, still %d paused: goroutines %d (%+d on before), RSS %s (%s per paused run), Go heap %s (%s per paused run)\n",
+		o.settle, len(ids), idle.goroutines, idle.goroutines-before.goroutines, mib(idle.rss),
+		kib(float64(idle.rss-before.rss)/float64(len(ids))), mib(idle.heap), kib(float64(idle.heap-before.heap)/float64(len(ids))))
 	return nil
 }
