@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -190,8 +191,9 @@ func TestAutonomousReplanEndToEnd(t *testing.T) {
 
 // TestAutonomousResumesAfterSIGKILL kills the executor once the plan and the first step
 // (which filed a ticket) are journaled, while the second step's first call is in flight. The
-// run resumes on a new executor from the journal: sim-llm served every kind of call exactly
-// as often as one uninterrupted run needs, and the ticket was filed once.
+// run resumes on a new executor from the agent's snapshot after step 1 and the journal's
+// tail: sim-llm served every kind of call exactly as often as one uninterrupted run needs,
+// and the ticket was filed once.
 func TestAutonomousResumesAfterSIGKILL(t *testing.T) {
 	t.Parallel()
 	b := setupExec(t, execOptions{})
@@ -215,8 +217,11 @@ func TestAutonomousResumesAfterSIGKILL(t *testing.T) {
 	b.putSkill(t, agentSkill("agent_kill", script, []string{"create_ticket", "demo_weather"}, `{}`))
 	jobID := b.dispatch(t, "agent_kill", map[string]any{"prompt": "File a ticket about the printer, then check the weather."})
 
-	waitFor(t, time.Minute, "the plan and the first step journaled", func() bool {
-		return b.journaled(t, jobID, "plan/1/%") == 1 && b.journaled(t, jobID, "reflect/1/%") == 1
+	// The snapshot after step 1 rides the write that precedes step 2's router call, so it is
+	// in Postgres while that call is in flight: the resumed attempt starts from it.
+	waitFor(t, time.Minute, "the plan and the first step journaled, and the snapshot after step 1", func() bool {
+		return b.journaled(t, jobID, "plan/1/%") == 1 && b.journaled(t, jobID, "reflect/1/%") == 1 &&
+			b.snapshotSeq(t, jobID) == 1
 	})
 	require.Equal(t, 1, b.toolStats(t).Tickets)
 	require.Zero(t, b.journaled(t, jobID, "exec/2/iter/1/llm"), "killed before step 2's first answer was journaled")
@@ -232,9 +237,20 @@ func TestAutonomousResumesAfterSIGKILL(t *testing.T) {
 	require.Equal(t, 1, st.Tickets, "the side effect happened once: %+v", st)
 	require.Zero(t, st.Duplicates)
 	require.Equal(t, 1, st.Weather)
-	// The resumed attempt replays the plan (served once above) and does not announce it
-	// again: job:plan_created is the first attempt's alone.
+	// The resumed attempt starts from the snapshot after step 1 (and would not announce a
+	// replayed answer again either): job:plan_created is the first attempt's alone.
 	require.Len(t, b.eventsOf(t, jobID, "job:plan_created"), 1)
+	require.Len(t, b.eventsOf(t, jobID, "job:reflection"), 3)
+	require.Equal(t, 3, b.snapshotSeq(t, jobID), "the snapshot after the last step")
+}
+
+// snapshotSeq is the steps folded into the run's agent snapshot (run_snapshots), 0 without one.
+func (b *execBundle) snapshotSeq(t *testing.T, runID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT coalesce(max((state->>'seq')::int), 0)
+		FROM run_snapshots WHERE run_id = $1 AND step_key = 'snapshot'`, runID).Scan(&n))
+	return n
 }
 
 // TestAutonomousApprovalGateSurvivesRestarts: the plan's first step wants create_ticket,
