@@ -88,22 +88,3 @@ type Queue struct {
 	// Consumers is how many executor servers consume the queue now (listing only).
 	Consumers *int `json:"consumers,omitempty"`
 }
-
-// Usage is the organisation's token use and cost in a month (GET /api/v1/admin/usage).
-// (Members in alphabetical order, as the answer has them.)
-type Usage struct {
-	BySkillAndModel   []SkillUsage `json:"bySkillAndModel"`
-	CostUSD           float64      `json:"costUsd"`
-	Month             string       `json:"month"`
-	MonthlyTokenQuota *int64       `json:"monthlyTokenQuota"`
-	Tokens            int64        `json:"tokens"`
-}
-
-// SkillUsage is what one skill (and model) consumed in the month.
-type SkillUsage struct {
-	JobType string  `json:"jobType"`
-	Model   string  `json:"model,omitempty"`
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"costUsd"`
-	Calls   int64   `json:"calls"`
-}

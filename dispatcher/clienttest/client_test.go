@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/client"
@@ -31,6 +32,7 @@ import (
 type bundle struct {
 	t      *testing.T
 	srv    *httptest.Server
+	pool   *pgxpool.Pool
 	orgID  string
 	admin  *client.Client
 	create func(roles ...auth.Role) string // a new key of the organisation
@@ -57,7 +59,7 @@ func setup(t *testing.T) *bundle {
 
 	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: opt, Log: log, ReconcileEvery: time.Hour})
 	a.Start(ctx)
-	b := &bundle{t: t, orgID: orgID}
+	b := &bundle{t: t, orgID: orgID, pool: pool}
 	h := a.Handler()
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()

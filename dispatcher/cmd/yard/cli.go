@@ -86,7 +86,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.AddCommand(a.dispatchCmd(), a.batchCmd(), a.statusCmd(), a.listCmd(), a.spansCmd(), a.watchCmd(),
 		a.cancelCmd(), a.approveCmd(), a.rejectCmd(), a.reviewsCmd(), a.chainCmd(), a.workflowCmd(), a.skillsCmd(), a.keysCmd(), a.orgsCmd(),
-		a.providersCmd())
+		a.providersCmd(), a.usageCmd(), a.auditCmd())
 	return root
 }
 

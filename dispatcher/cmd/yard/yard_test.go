@@ -29,11 +29,12 @@ var catalogue = filepath.Join("..", "..", "..", "skills")
 
 // bundle is a dispatcher running in-process with an admin key, and yard pointed at it.
 type bundle struct {
-	t    *testing.T
-	url  string
-	key  string
-	api  *client.Client
-	pool *pgxpool.Pool
+	t     *testing.T
+	url   string
+	key   string
+	api   *client.Client
+	pool  *pgxpool.Pool
+	orgID string
 }
 
 func setup(t *testing.T, adjust ...func(*dispatcher.Options)) *bundle {
@@ -69,7 +70,7 @@ func setup(t *testing.T, adjust ...func(*dispatcher.Options)) *bundle {
 	}
 	api, err := client.New(srv.URL, key)
 	require.NoError(t, err)
-	return &bundle{t: t, url: srv.URL, key: key, api: api, pool: pool}
+	return &bundle{t: t, url: srv.URL, key: key, api: api, pool: pool, orgID: orgID}
 }
 
 // result is one yard invocation's exit code and output.

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"regexp"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -126,35 +124,6 @@ func (s *Server) putQueue(c echo.Context) error {
 		status = http.StatusCreated
 	}
 	return c.JSON(status, q)
-}
-
-func (s *Server) usage(c echo.Context) error {
-	month := time.Now().UTC()
-	if v := c.QueryParam("month"); v != "" {
-		t, err := time.Parse("2006-01", v)
-		if err != nil {
-			return badQuery("month", "must be YYYY-MM")
-		}
-		month = t
-	}
-	ctx := c.Request().Context()
-	p := principal(c)
-	rows, err := store.Usage(ctx, s.DB, p.OrgID, month)
-	if err != nil {
-		return dispatchDBError(err)
-	}
-	var tokens int64
-	var cost float64
-	for _, r := range rows {
-		tokens += r.Tokens
-		cost += r.CostUSD
-	}
-	org, err := store.GetOrg(ctx, s.DB, p.OrgID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return dispatchDBError(err)
-	}
-	return c.JSON(http.StatusOK, apitypes.Usage{Month: month.Format("2006-01"), Tokens: tokens,
-		CostUSD: cost, MonthlyTokenQuota: org.MonthlyTokenQuota, BySkillAndModel: rows})
 }
 
 var queueNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

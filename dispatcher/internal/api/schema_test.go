@@ -229,6 +229,7 @@ var schemaPairs = []struct {
 	{"AdminKeyCreate", reflect.TypeFor[apitypes.AdminKeyCreate](), false},
 	{"Queue", reflect.TypeFor[apitypes.Queue](), true},
 	{"Usage", reflect.TypeFor[apitypes.Usage](), true},
+	{"AuditRecord", reflect.TypeFor[apitypes.AuditRecord](), true},
 	{"Metadata", reflect.TypeFor[apitypes.Metadata](), false},
 	{"FieldError", reflect.TypeFor[apitypes.FieldError](), true},
 	{"Error", reflect.TypeFor[apierr.Body](), true},

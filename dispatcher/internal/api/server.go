@@ -94,6 +94,7 @@ func (s *Server) Handler() *echo.Echo {
 	admin.GET("/queues", s.listQueues)
 	admin.PUT("/queues/:name", s.putQueue)
 	admin.GET("/usage", s.usage)
+	admin.GET("/audit", s.audit)
 	s.registerOperator(v1)
 	s.registerProviders(admin)
 	s.registerLive(e, v1)

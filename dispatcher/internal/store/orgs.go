@@ -94,17 +94,6 @@ func TopSkills(ctx context.Context, db DB, orgID string, now time.Time, limit in
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[SkillUsage])
 }
 
-// Usage returns a month's tokens and cost by skill and model.
-func Usage(ctx context.Context, db DB, orgID string, month time.Time) ([]SkillUsage, error) {
-	rows, err := db.Query(ctx, `SELECT job_type, model, sum(tokens_in + tokens_out)::bigint, sum(cost_usd)::float8, count(*)
-		FROM usage_ledger WHERE org_id = $1 AND created_at >= $2 AND created_at < $2::date + interval '1 month'
-		GROUP BY job_type, model ORDER BY 3 DESC`, orgID, monthStart(month))
-	if err != nil {
-		return nil, fmt.Errorf("reading usage: %w", err)
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[SkillUsage])
-}
-
 func monthStart(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
