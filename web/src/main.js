@@ -1,5 +1,5 @@
 // Switchyard's browser UI: sign-in, live dashboard with span trees, skill bindings and the
-// review queue. Hash routes (#/runs, #/runs/<id>, #/chains/<id>, #/skills, #/skills/<job_type>, #/reviews)
+// review queue, usage. Hash routes (#/runs, #/runs/<id>, #/chains/<id>, #/skills, #/skills/<job_type>, #/reviews, #/usage)
 // so the dispatcher serves one index.html.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -12,6 +12,7 @@ import { ChainView } from './pages/chain.js';
 import { Skills, SkillEdit } from './pages/skills.js';
 import { Reviews } from './pages/reviews.js';
 import { Providers } from './pages/providers.js';
+import { Usage } from './pages/usage.js';
 import './style.css';
 
 function useHash() {
@@ -42,6 +43,7 @@ function App() {
   else if (parts[0] === 'skills') page = html`<${Skills} me=${me} />`;
   else if (parts[0] === 'reviews') page = html`<${Reviews} me=${me} />`;
   else if (parts[0] === 'providers') page = html`<${Providers} me=${me} />`;
+  else if (parts[0] === 'usage') page = html`<${Usage} />`;
   else page = html`<${Runs} me=${me} />`;
 
   const signOut = async () => {
@@ -53,7 +55,7 @@ function App() {
   return html`<div class="shell">
     <header>
       <span class="brand">Switchyard</span>
-      <nav>${tab('#/runs', 'Live dashboard')}${tab('#/skills', 'Skill bindings')}${tab('#/reviews', 'Review queue')}${me.roles.includes('admin') ? tab('#/providers', 'Providers') : null}</nav>
+      <nav>${tab('#/runs', 'Live dashboard')}${tab('#/skills', 'Skill bindings')}${tab('#/reviews', 'Review queue')}${me.roles.includes('admin') ? tab('#/providers', 'Providers') : null}${me.roles.includes('admin') ? tab('#/usage', 'Usage') : null}</nav>
       <span class="who" data-testid="who">${me.keyName} · org ${me.orgId.slice(0, 8)} · ${me.roles.join(', ')}</span>
       <button class="link" onClick=${signOut} data-testid="signout">Sign out</button>
     </header>

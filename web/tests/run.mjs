@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { autonomousTests } from './autonomous.mjs';
 import { providersTests } from './providers.mjs';
+import { usageTests } from './usage.mjs';
 
 const base = (process.argv[2] || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const adminKey = process.env.SWITCHYARD_UI_ADMIN_KEY;
@@ -630,6 +631,9 @@ await test('a second organisation sees none of the first one\'s runs', async () 
     await B.ctx.close();
   }
 });
+
+await usageTests({ test, page, base, call, waitRun, shot, assert, adminKey, otherKey, browserContext, signIn, sleep,
+  setCurrent: (p) => { current = p; } });
 
 await A.ctx.close();
 await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
