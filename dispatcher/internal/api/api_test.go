@@ -32,7 +32,7 @@ import (
 )
 
 type bundle struct {
-	t         *testing.T
+	t         testing.TB
 	srv       *httptest.Server
 	app       *app.App
 	pool      *pgxpool.Pool
@@ -46,7 +46,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle { return setupWith(t, app.Options{}) }
 
 // setupWith is setup with some app options set (DB, Redis, Asynq and Log are filled in).
-func setupWith(t *testing.T, o app.Options) *bundle {
+func setupWith(t testing.TB, o app.Options) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	_, pool := testkit.DB(t)
@@ -79,7 +79,7 @@ func setupWith(t *testing.T, o app.Options) *bundle {
 }
 
 // waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, cond func() bool, what string) {
+func waitFor(t testing.TB, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

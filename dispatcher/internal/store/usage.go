@@ -37,8 +37,9 @@ const (
 	gAll = gDay | gSkill | gProvider | gModel | gUser
 )
 
-// usageSQL computes every breakdown in one scan of the period's rows (GROUPING SETS).
-const usageSQL = `
+// UsageSQL computes every breakdown in one scan of the period's rows (GROUPING SETS): $1
+// the organisation, [$2, $3) the period. Exported for the benchmark's plans and baseline.
+const UsageSQL = `
 SELECT GROUPING(day, job_type, provider, model, user_id), COALESCE(day::text, ''), COALESCE(job_type, ''),
     COALESCE(provider, ''), COALESCE(model, ''), COALESCE(user_id, ''),
     COALESCE(sum(tokens_in), 0)::bigint, COALESCE(sum(tokens_out), 0)::bigint,
@@ -54,7 +55,7 @@ GROUP BY GROUPING SETS ((), (day), (job_type), (provider), (provider, model), (u
 // skill, provider, model (and skill and model), and the users of largest cost (at most
 // users of them, with their daily series), each user id passed through pseud.
 func Usage(ctx context.Context, db DB, orgID string, from, to time.Time, users int, pseud func(string) string) (UsageReport, error) {
-	rows, err := db.Query(ctx, usageSQL, orgID, from, to)
+	rows, err := db.Query(ctx, UsageSQL, orgID, from, to)
 	if err != nil {
 		return UsageReport{}, fmt.Errorf("reading usage: %w", err)
 	}
@@ -188,12 +189,12 @@ func MonthCost(ctx context.Context, db DB, orgID string, now time.Time) (float64
 	return cost, nil
 }
 
-// MonthlyBudget returns the organisation's monthly cost budget (orgs.monthly_budget_usd),
+// MonthlyBudget returns the organisation's monthly cost budget (orgs.monthly_cost_budget_usd),
 // nil when it has none. Read through to_jsonb so that this works before and after the
 // column exists (the operator settings add it).
 func MonthlyBudget(ctx context.Context, db DB, orgID string) (*float64, error) {
 	var budget *float64
-	err := db.QueryRow(ctx, `SELECT (to_jsonb(o) ->> 'monthly_budget_usd')::float8 FROM orgs o WHERE id = $1`, orgID).Scan(&budget)
+	err := db.QueryRow(ctx, `SELECT (to_jsonb(o) ->> 'monthly_cost_budget_usd')::float8 FROM orgs o WHERE id = $1`, orgID).Scan(&budget)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("reading the monthly budget: %w", err)
 	}
@@ -203,11 +204,12 @@ func MonthlyBudget(ctx context.Context, db DB, orgID string) (*float64, error) {
 // AuditRecord is one LLM call of the audit export.
 type AuditRecord = apitypes.AuditRecord
 
-// auditSQL reads the period's calls in time order from usage_ledger_org_month_idx (no sort
+// AuditSQL reads the period's calls in time order from usage_ledger_org_month_idx (no sort
 // of the whole period: an incremental sort orders the few rows of one instant by id), each
 // with the llm_call span of its run and step — the one that was answered for an answered
 // call, the one an attempt left unfinished for an unknown one — found through spans_run_idx.
-const auditSQL = `
+// $1 the organisation, [$2, $3) the period. Exported for the benchmark's plans and baseline.
+const AuditSQL = `
 SELECT l.id, l.org_id::text, l.user_id, COALESCE(l.run_id::text, ''), COALESCE(l.chain_id::text, ''), l.job_type,
     COALESCE(s.id::text, ''), l.step_key, l.provider, l.model, l.outcome, l.tokens_in, l.tokens_out, l.tokens_cached,
     l.cost_usd::float8, l.created_at, l.latency_ms, l.queue_wait_ms
@@ -226,7 +228,7 @@ ORDER BY l.created_at, l.id`
 // period (Postgres waits while the client's socket is full). The record passed to fn is
 // reused for the next row.
 func AuditRecords(ctx context.Context, db DB, orgID string, from, to time.Time, fn func(*AuditRecord) error) error {
-	rows, err := db.Query(ctx, auditSQL, orgID, from, to)
+	rows, err := db.Query(ctx, AuditSQL, orgID, from, to)
 	if err != nil {
 		return fmt.Errorf("reading the audit records: %w", err)
 	}
