@@ -87,11 +87,7 @@ func BenchmarkUsage(b *testing.B) {
 		return tag.RowsAffected()
 	}
 	get := func(b *testing.B, path string) int64 {
-		req, err := http.NewRequest(http.MethodGet, bb.srv.URL+path, nil)
-		require.NoError(b, err)
-		req.Header.Set("Authorization", "Bearer "+admin)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(b, err)
+		resp := bb.open(admin, path, "")
 		defer resp.Body.Close()
 		require.Equal(b, http.StatusOK, resp.StatusCode)
 		size, err := io.Copy(io.Discard, resp.Body)

@@ -54,6 +54,21 @@ func (b *bundle) otherOrg(slug string) (orgID, key string) {
 	return orgID, key
 }
 
+// open sends a GET with key (and an Accept header when accept is set) and returns the
+// answer unread: the caller reads the body as it streams and closes it.
+func (b *bundle) open(key, path, accept string) *http.Response {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.srv.URL+path, nil)
+	require.NoError(b.t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b.t, err)
+	return resp
+}
+
 func (b *bundle) getJSON(key, path string, out any) int {
 	b.t.Helper()
 	code, body := b.rawDo(key, http.MethodGet, path, "")
@@ -219,14 +234,7 @@ func TestUsageCSV(t *testing.T) {
 	usageFixture(b)
 	b.ledger(ledgerRow{org: b.orgID, user: "=HYPERLINK(\"http://x\")", skill: "classify", provider: "sim-llm", model: "sim-fast", in: 1, at: day1})
 	for _, how := range []struct{ query, accept string }{{"&format=csv", ""}, {"", "text/csv"}} {
-		req, err := http.NewRequest(http.MethodGet, b.srv.URL+"/api/v1/admin/usage?from=2026-10-01&to=2026-11-01"+how.query, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+admin)
-		if how.accept != "" {
-			req.Header.Set("Accept", how.accept)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		resp := b.open(admin, "/api/v1/admin/usage?from=2026-10-01&to=2026-11-01"+how.query, how.accept)
 		recs, err := csv.NewReader(resp.Body).ReadAll()
 		resp.Body.Close()
 		require.NoError(t, err)
@@ -278,11 +286,7 @@ func TestAuditExport(t *testing.T) {
 		ledgerRow{org: otherID, user: "carol", skill: "theirs", provider: "openai", model: "gpt-4o", in: 5, out: 5, cost: 1, at: t0},
 	)
 	read := func(key, q string) []apitypes.AuditRecord {
-		req, err := http.NewRequest(http.MethodGet, b.srv.URL+"/api/v1/admin/audit?"+q, nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		resp := b.open(key, "/api/v1/admin/audit?"+q, "")
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.Equal(t, "application/x-ndjson", resp.Header.Get("Content-Type"))
@@ -365,11 +369,7 @@ func TestAuditExportStreams(t *testing.T) {
 		}
 	})
 
-	req, err := http.NewRequest(http.MethodGet, b.srv.URL+"/api/v1/admin/audit?from=2026-10-01&to=2026-11-01&pseudonymise=true", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+admin)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	resp := b.open(admin, "/api/v1/admin/audit?from=2026-10-01&to=2026-11-01&pseudonymise=true", "")
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Empty(t, resp.Header.Get("Content-Length"), "streamed, so its length is not known up front")
