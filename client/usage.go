@@ -111,6 +111,11 @@ func (o *OrgService) AuditRecords(ctx context.Context, q UsageQuery) iter.Seq2[A
 		r := bufio.NewReaderSize(body, 64<<10)
 		for {
 			line, err := r.ReadBytes('\n')
+			if err != nil && err != io.EOF {
+				// A connection cut mid-stream (the dispatcher cuts it after an error line).
+				yield(AuditRecord{}, fmt.Errorf("reading the audit export: %w", err))
+				return
+			}
 			if len(bytes.TrimSpace(line)) > 0 {
 				if bytes.HasPrefix(line, []byte(`{"error":true`)) {
 					yield(AuditRecord{}, decodeError(&http.Response{StatusCode: http.StatusServiceUnavailable}, line))
@@ -126,10 +131,6 @@ func (o *OrgService) AuditRecords(ctx context.Context, q UsageQuery) iter.Seq2[A
 				}
 			}
 			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield(AuditRecord{}, fmt.Errorf("reading the audit export: %w", err))
 				return
 			}
 		}

@@ -70,3 +70,39 @@ func TestUsageReportCSVAndAudit(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrForbidden)
 	}
 }
+
+// TestAuditExportCutShort ends the export's Postgres session in the middle of the stream:
+// the client must see an error — the dispatcher's error line, or the cut connection — and
+// never a clean end of a partial export.
+func TestAuditExportCutShort(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 200_000
+	_, err := b.pool.Exec(ctx, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model, tokens_in, tokens_out,
+			cost_usd, latency_ms, created_at)
+		SELECT $1, 'u', 's', 'openai', 'gpt-4o', 1, 1, 0.1, 1, timestamptz '2026-10-01' + i * interval '1 second'
+		FROM generate_series(1, $2) i`, b.orgID, n)
+	require.NoError(t, err)
+	var rows int
+	var last error
+	for _, err := range b.admin.Org.AuditRecords(ctx, client.UsageQuery{Month: "2026-10"}) {
+		if err != nil {
+			last = err
+			break
+		}
+		rows++
+		if rows == 1 {
+			// The export's query is running (it sent a row); end its session.
+			var ended int
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%LEFT JOIN LATERAL%'`).Scan(&ended))
+			require.Equal(t, 1, ended)
+		}
+	}
+	require.Error(t, last, "a cut export is an error, not a clean end")
+	// Its last line says why, the dispatcher having flushed it before cutting the connection.
+	require.ErrorIs(t, last, client.ErrDatabaseUnavailable)
+	require.Less(t, rows, n)
+	t.Logf("after %d rows: %v", rows, last)
+}

@@ -288,6 +288,7 @@ func (st *download) end(err error, lastLine func(*apierr.Error)) error {
 		lastLine(ae)
 	}
 	_ = st.w.Flush()
+	st.c.Response().Flush() // the error line whole, before the cut
 	st.log.Error("download cut short", "path", st.c.Path(), "rows", st.rows, "error", err)
 	panic(http.ErrAbortHandler)
 }
