@@ -163,12 +163,10 @@ func (s *Server) usage(c echo.Context) error {
 	if u.ThisMonth.Tokens, err = store.MonthlyTokens(ctx, s.DB, orgID, now); err != nil {
 		return dispatchDBError(err)
 	}
-	if u.ThisMonth.CostUSD, err = store.MonthCost(ctx, s.DB, orgID, now); err != nil {
+	if u.ThisMonth.CostUSD, err = store.MonthlyCost(ctx, s.DB, orgID, now); err != nil {
 		return dispatchDBError(err)
 	}
-	if u.ThisMonth.MonthlyBudgetUSD, err = store.MonthlyBudget(ctx, s.DB, orgID); err != nil {
-		return dispatchDBError(err)
-	}
+	u.ThisMonth.MonthlyBudgetUSD = org.MonthlyCostBudgetUSD
 	return c.JSON(http.StatusOK, u)
 }
 

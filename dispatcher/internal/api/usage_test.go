@@ -151,12 +151,9 @@ func TestUsageBreakdowns(t *testing.T) {
 	require.InDelta(t, 9.0, u.CostUSD, 1e-9)
 	require.Equal(t, time.Now().UTC().Format("2006-01"), u.ThisMonth.Month)
 
-	// The organisation's monthly cost budget, once an operator has set one (the column comes
-	// with the operators' migration; added here when this database predates it).
+	// The organisation's monthly cost budget, once an operator has set one.
 	require.Nil(t, u.ThisMonth.MonthlyBudgetUSD)
-	_, err := b.pool.Exec(context.Background(), `ALTER TABLE orgs ADD COLUMN IF NOT EXISTS monthly_cost_budget_usd numeric(14, 4)`)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(context.Background(), `UPDATE orgs SET monthly_cost_budget_usd = 50 WHERE id = $1`, b.orgID)
+	_, err := b.pool.Exec(context.Background(), `UPDATE orgs SET monthly_cost_budget_usd = 50 WHERE id = $1`, b.orgID)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, b.getJSON(admin, "/api/v1/admin/usage", &u))
 	require.NotNil(t, u.ThisMonth.MonthlyBudgetUSD)

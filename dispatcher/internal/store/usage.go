@@ -177,30 +177,6 @@ func UsageRows(ctx context.Context, db DB, orgID string, from, to time.Time, fn 
 	return nil
 }
 
-// MonthCost returns what the organisation's calls cost in the calendar month (UTC) of now.
-func MonthCost(ctx context.Context, db DB, orgID string, now time.Time) (float64, error) {
-	var cost float64
-	err := db.QueryRow(ctx, `SELECT COALESCE(sum(cost_usd), 0)::float8 FROM usage_ledger
-		WHERE org_id = $1 AND created_at >= $2 AND created_at < $2::date + interval '1 month'`,
-		orgID, monthStart(now)).Scan(&cost)
-	if err != nil {
-		return 0, fmt.Errorf("reading the month's cost: %w", err)
-	}
-	return cost, nil
-}
-
-// MonthlyBudget returns the organisation's monthly cost budget (orgs.monthly_cost_budget_usd),
-// nil when it has none. Read through to_jsonb so that this works before and after the
-// column exists (the operator settings add it).
-func MonthlyBudget(ctx context.Context, db DB, orgID string) (*float64, error) {
-	var budget *float64
-	err := db.QueryRow(ctx, `SELECT (to_jsonb(o) ->> 'monthly_cost_budget_usd')::float8 FROM orgs o WHERE id = $1`, orgID).Scan(&budget)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("reading the monthly budget: %w", err)
-	}
-	return budget, nil
-}
-
 // AuditRecord is one LLM call of the audit export.
 type AuditRecord = apitypes.AuditRecord
 
