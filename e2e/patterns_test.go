@@ -214,14 +214,15 @@ func TestPatternGateAndSIGKILL(t *testing.T) {
 }
 
 // TestPatternRefusedUpFront: a compete run whose worst case cannot fit its skill's cost
-// ceiling fails before any LLM call with the estimate and the ceiling.
+// ceiling fails before any LLM call with the estimate and the ceiling, priced at the model
+// the router routes the skill to.
 func TestPatternRefusedUpFront(t *testing.T) {
 	t.Parallel()
 	b := setupExec(t, execOptions{})
 	script := "pat-cost-" + uuid.NewString()[:8]
 	b.installScript(t, script, rule("plan", "plan", nil, planOf([]string{"s1", "llm_only"})))
 	sk := agentSkill("agent_costly", script, nil, `{"agent_pattern":"compete","agents":5}`)
-	ceiling := 0.01
+	ceiling := 0.001
 	sk.CostCeilingUSD = &ceiling
 	b.putSkill(t, sk)
 	jobID := b.dispatch(t, "agent_costly", map[string]any{"prompt": "Anything."})
@@ -230,8 +231,9 @@ func TestPatternRefusedUpFront(t *testing.T) {
 	e := r["error"].(map[string]any)
 	require.Equal(t, "COST_ESTIMATE_EXCEEDS_CEILING", e["code"])
 	ctx := e["context"].(map[string]any)
-	require.Equal(t, 0.01, ctx["ceiling_usd"])
-	require.Greater(t, ctx["estimate_usd"], 0.01)
+	require.Equal(t, 0.001, ctx["ceiling_usd"])
+	require.Greater(t, ctx["estimate_usd"], 0.001)
 	require.Equal(t, 21.0, ctx["calls"])
+	require.Equal(t, 0.15, ctx["input_per_mtok"], "the price of the model the fast hint routes to (sim-fast), quoted by the router")
 	require.Equal(t, map[string]int{"plan": 0}, b.served(t, script), "no LLM call")
 }

@@ -8,6 +8,23 @@ package aichat
 // Path is the router's chat endpoint.
 const Path = "/internal/ai/chat"
 
+// PricePath is the router's price endpoint: POST with the chat endpoint's routing headers
+// (X-Org-ID, X-Routing-Hint, X-Model-Override, X-Provider) and no body answers the Quote of
+// the model a call with those headers would be routed to. The executor estimates a run's
+// cost with it before the run starts; the router alone knows routes and prices.
+const PricePath = "/internal/ai/price"
+
+// Quote is the price endpoint's answer: where such a call goes and what its tokens cost
+// (USD per million). Known is false when the model has no price (a call under a cost
+// ceiling would then be refused PRICE_UNKNOWN).
+type Quote struct {
+	Provider      string  `json:"provider"`
+	Model         string  `json:"model"`
+	Known         bool    `json:"known"`
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
+}
+
 // Headers carrying the job context.
 const (
 	HeaderOrgID         = "X-Org-ID"

@@ -83,9 +83,37 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	if err != nil {
 		return nil, fmt.Errorf("encoding chat request: %w", err)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+aichat.Path, bytes.NewReader(body))
+	raw, status, err := c.post(ctx, aichat.Path, job, body)
 	if err != nil {
 		return nil, err
+	}
+	var a Answer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, &Error{Status: status, Code: apierr.CodeRouterBadAnswer, Message: err.Error(), Retryable: true}
+	}
+	return &a, nil
+}
+
+// Price asks where a call of job would be routed and what its tokens cost there, without
+// making it (the estimate of a run before it starts).
+func (c *Client) Price(ctx context.Context, job Job) (aichat.Quote, error) {
+	var q aichat.Quote
+	raw, status, err := c.post(ctx, aichat.PricePath, job, nil)
+	if err != nil {
+		return q, err
+	}
+	if err := json.Unmarshal(raw, &q); err != nil {
+		return q, &Error{Status: status, Code: apierr.CodeRouterBadAnswer, Message: err.Error(), Retryable: true}
+	}
+	return q, nil
+}
+
+// post sends body to the router's path with job's context in the headers and returns the
+// answer's body and status, or the router's error as an *Error.
+func (c *Client) post(ctx context.Context, path string, job Job, body []byte) ([]byte, int, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, err
 	}
 	h := hreq.Header
 	h.Set("Content-Type", "application/json")
@@ -121,14 +149,14 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
-		return nil, &Error{Code: apierr.CodeRouterUnreachable, Message: err.Error(), Retryable: true}
+		return nil, 0, &Error{Code: apierr.CodeRouterUnreachable, Message: err.Error(), Retryable: true}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return nil, &Error{Status: resp.StatusCode, Code: apierr.CodeRouterUnreachable, Message: err.Error(), Retryable: true}
+		return nil, resp.StatusCode, &Error{Status: resp.StatusCode, Code: apierr.CodeRouterUnreachable, Message: err.Error(), Retryable: true}
 	}
 	if resp.StatusCode != http.StatusOK {
 		var b apierr.Body
@@ -144,13 +172,9 @@ func (c *Client) Chat(ctx context.Context, job Job, req openai.ChatCompletionReq
 		} else if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
 			e.RetryAfter = time.Duration(secs) * time.Second
 		}
-		return nil, e
+		return nil, resp.StatusCode, e
 	}
-	var a Answer
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, &Error{Status: resp.StatusCode, Code: apierr.CodeRouterBadAnswer, Message: err.Error(), Retryable: true}
-	}
-	return &a, nil
+	return raw, resp.StatusCode, nil
 }
 
 // retryable reports whether another attempt may get another answer: a 429 or 5xx answer

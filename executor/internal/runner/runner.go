@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
+	"github.com/switchyard-ai/switchyard/shared/aichat"
 	"github.com/switchyard-ai/switchyard/shared/apierr"
 	"github.com/switchyard-ai/switchyard/shared/event"
 	"github.com/switchyard-ai/switchyard/shared/run"
@@ -36,6 +37,7 @@ import (
 // Router is what the runner needs of the router client.
 type Router interface {
 	Chat(ctx context.Context, job routerclient.Job, req openai.ChatCompletionRequest) (*routerclient.Answer, error)
+	Price(ctx context.Context, job routerclient.Job) (aichat.Quote, error)
 }
 
 // Runner handles run tasks.

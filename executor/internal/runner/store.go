@@ -65,19 +65,3 @@ func latestReview(ctx context.Context, db *pgxpool.Pool, runID string, since tim
 	}
 	return r, true, nil
 }
-
-// callPrice returns the highest input and output prices (USD per million tokens) of the
-// price table's models named model, or of every model when model is empty: the worst case
-// of a call the router may route anywhere. ok is false when the table has no such row.
-// The table is the router's (it alone prices calls); this read estimates, never bills.
-func callPrice(ctx context.Context, db *pgxpool.Pool, model string) (in, out float64, ok bool, err error) {
-	var pin, pout *float64
-	if err := db.QueryRow(ctx, `SELECT max(input_per_mtok)::float8, max(output_per_mtok)::float8 FROM prices
-		WHERE $1 = '' OR model = $1`, model).Scan(&pin, &pout); err != nil {
-		return 0, 0, false, fmt.Errorf("reading the price table: %w", err)
-	}
-	if pin == nil || pout == nil {
-		return 0, 0, false, nil
-	}
-	return *pin, *pout, true, nil
-}

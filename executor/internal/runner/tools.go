@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/switchyard-ai/switchyard/executor/internal/metrics"
+	"github.com/switchyard-ai/switchyard/executor/internal/routerclient"
 	"github.com/switchyard-ai/switchyard/executor/internal/tier"
 	"github.com/switchyard-ai/switchyard/executor/internal/toolcall"
 	"github.com/switchyard-ai/switchyard/shared/event"
@@ -52,10 +53,16 @@ func (x *execution) CheckCancel(ctx context.Context) error {
 	return nil
 }
 
-// CallPrice implements tier.Env.
+// CallPrice implements tier.Env: the router, which alone routes and prices calls, quotes
+// the model the run's calls go to.
 func (x *execution) CallPrice(ctx context.Context) (tier.Price, bool, error) {
-	in, out, ok, err := callPrice(ctx, x.DB, x.skill.ModelOverride)
-	return tier.Price{InputPerMTok: in, OutputPerMTok: out}, ok, err
+	rn := x.run
+	q, err := x.Router.Price(ctx, routerclient.Job{OrgID: rn.OrgID, JobID: rn.ID, TraceID: rn.TraceID,
+		JobType: rn.JobType, RoutingHint: x.skill.RoutingHint, ModelOverride: x.skill.ModelOverride})
+	if err != nil {
+		return tier.Price{}, false, err
+	}
+	return tier.Price{InputPerMTok: q.InputPerMTok, OutputPerMTok: q.OutputPerMTok}, q.Known, nil
 }
 
 // CallTool implements tier.Env: journal before moving on; side-effecting calls go through

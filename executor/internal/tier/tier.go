@@ -68,9 +68,10 @@ type Env interface {
 	Approval(ctx context.Context, step string, held []Held) (Review, error)
 	// CheckCancel returns ErrCancelled when cancellation of the run was requested.
 	CheckCancel(ctx context.Context) error
-	// CallPrice returns the price of the most expensive model the run's calls may be
-	// routed to (the skill's model_override's when it names one); ok is false when the
-	// price table knows none. A multi-agent pattern estimates its worst case with it.
+	// CallPrice returns the price of the model the router routes the run's calls to (the
+	// organisation's policy for the skill's routing hint, or its model_override); ok is
+	// false when that model has no price. A multi-agent pattern estimates its worst case
+	// with it.
 	CallPrice(ctx context.Context) (p Price, ok bool, err error)
 }
 

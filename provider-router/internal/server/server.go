@@ -102,6 +102,7 @@ func (s *Server) Handler() *echo.Echo {
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.Metrics.Gatherer(), promhttp.HandlerOpts{})))
 	}
 	e.POST(aichat.Path, s.chat, s.mtlsLock, s.serviceKeyLock, s.callerLock)
+	e.POST(aichat.PricePath, s.price, s.mtlsLock, s.serviceKeyLock, s.callerLock)
 	return e
 }
 
