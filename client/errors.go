@@ -119,6 +119,8 @@ var (
 	ErrOrgNotFound              = newSentinel("ORG_NOT_FOUND")
 	ErrOrgExists                = newSentinel("ORG_EXISTS")
 	ErrCostBudgetExceeded       = newSentinel("COST_BUDGET_EXCEEDED")
+	ErrProviderNotFound         = newSentinel("PROVIDER_NOT_FOUND")
+	ErrCredentialUnavailable    = newSentinel("CREDENTIAL_UNAVAILABLE")
 )
 
 // decodeError builds the APIError of a non-2xx answer. A body that is not the structured
