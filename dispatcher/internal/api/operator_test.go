@@ -229,6 +229,14 @@ func TestSuspendStopsQueuedHeldAndRunningWork(t *testing.T) {
 	held := dispatch(`{"job_type":"demo_critical","payload":{"prompt":"hi"}}`)
 	running := dispatch(demo)
 	chainParent := dispatch(`{"job_type":"demo_research","payload":{"topic":"otters"}}`)
+	// The coordinator starts a chain after the 202; one started after the suspension would
+	// fail its root step with ORG_SUSPENDED instead (a truthful end, but not this test's).
+	waitFor(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM chain_steps s JOIN runs r ON r.chain_id = s.chain_id
+			WHERE r.id = $1 AND s.status = 'dispatched'`, chainParent).Scan(&n))
+		return n > 0
+	}, "the chain's roots to be dispatched")
 	// An executor picks one up.
 	_, err := runstore.New(b.pool).Claim(ctx, running)
 	require.NoError(t, err)
