@@ -176,6 +176,20 @@ func (p *pattern) parallel(ctx context.Context, specs []agentSpec) ([]agentRun, 
 	return runs, nil
 }
 
+// gather runs the agents of specs in parallel and returns them and those of them that did
+// not fail (with none, the first failure); pause is the run's outcome instead when any
+// agent reached an approval gate.
+func (p *pattern) gather(ctx context.Context, specs []agentSpec) (runs, ok []agentRun, pause *Outcome, err error) {
+	if runs, err = p.parallel(ctx, specs); err != nil {
+		return nil, nil, nil, err
+	}
+	if out, waits := paused(runs); waits {
+		return runs, nil, &out, nil
+	}
+	ok, err = finished(runs)
+	return runs, ok, nil, err
+}
+
 // paused is the run's pause when any agent of runs reached an approval gate: every held
 // call of every paused agent, the first paused agent's reasons, and which agents wait.
 func paused(runs []agentRun) (Outcome, bool) {
@@ -222,16 +236,12 @@ func (p *pattern) compete(ctx context.Context) (Outcome, error) {
 	for i := range specs {
 		specs[i] = agentSpec{role: "agent", job: p.variant(pick(p.cfg.Prompts, i), nil)}
 	}
-	runs, err := p.parallel(ctx, specs)
+	runs, ok, pause, err := p.gather(ctx, specs)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if out, ok := paused(runs); ok {
-		return out, nil
-	}
-	ok, err := finished(runs)
-	if err != nil {
-		return Outcome{}, err
+	if pause != nil {
+		return *pause, nil
 	}
 	chosen, reasoning, err := p.judge(ctx, ok, map[string]any{})
 	if err != nil {
@@ -246,16 +256,12 @@ func (p *pattern) selfConsistent(ctx context.Context) (Outcome, error) {
 		t := temperatureOf(p.cfg, i)
 		specs[i] = agentSpec{role: "agent", job: p.variant(pick(p.cfg.Prompts, i), &t), temperature: &t}
 	}
-	runs, err := p.parallel(ctx, specs)
+	runs, ok, pause, err := p.gather(ctx, specs)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if out, ok := paused(runs); ok {
-		return out, nil
-	}
-	ok, err := finished(runs)
-	if err != nil {
-		return Outcome{}, err
+	if pause != nil {
+		return *pause, nil
 	}
 	votes := map[string][]int{}
 	for _, r := range ok {
@@ -378,15 +384,12 @@ func (p *pattern) collaborate(ctx context.Context) (Outcome, error) {
 		j.Skill.Tools = s.Tools
 		specs[i] = agentSpec{role: s.Role, job: j}
 	}
-	runs, err := p.parallel(ctx, specs)
+	runs, _, pause, err := p.gather(ctx, specs)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if out, ok := paused(runs); ok {
-		return out, nil
-	}
-	if _, err := finished(runs); err != nil {
-		return Outcome{}, err
+	if pause != nil {
+		return *pause, nil
 	}
 	sp := p.env.StepSpan(ctx, p.job.RootSpanID, span.Judge, "coordinator", "judge",
 		map[string]any{"pattern": p.cfg.AgentPattern})
