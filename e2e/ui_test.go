@@ -31,9 +31,13 @@ func TestUI(t *testing.T) {
 		ExtraEnv: []string{"SWITCHYARD_WEB_DIR=" + dist},
 	}}).Stack
 	otherKeyFile := filepath.Join(t.TempDir(), "other.key")
+	operatorKeyFile := filepath.Join(t.TempDir(), "operator.key")
 	s.runOnce("dispatcher", "bootstrap", "--org", "other-org", "--key-file", otherKeyFile,
+		"--operator-key-file", operatorKeyFile,
 		"--skills", filepath.Join(root, "skills"), "--sim-url", s.SimURL+"/v1")
 	otherKey, err := os.ReadFile(otherKeyFile)
+	require.NoError(t, err)
+	operatorKey, err := os.ReadFile(operatorKeyFile)
 	require.NoError(t, err)
 
 	cmd := exec.Command("node", filepath.Join("tests", "run.mjs"), s.DispatchURL)
@@ -41,6 +45,8 @@ func TestUI(t *testing.T) {
 	// Keys go in the environment, not argv, where any process listing would show them.
 	cmd.Env = append(os.Environ(), "SWITCHYARD_UI_ADMIN_KEY="+s.AdminKey,
 		"SWITCHYARD_UI_OTHER_KEY="+strings.TrimSpace(string(otherKey)),
+		// The operator's first hour (tests/journey.mjs) creates an organisation with it.
+		"SWITCHYARD_UI_OPERATOR_KEY="+strings.TrimSpace(string(operatorKey)),
 		// The autonomous tests (tests/autonomous.mjs) post their sim-llm scripts here.
 		"SWITCHYARD_UI_SIM_URL="+s.SimURL)
 	out, err := cmd.CombinedOutput()

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { autonomousTests } from './autonomous.mjs';
 import { providersTests } from './providers.mjs';
 import { usageTests } from './usage.mjs';
+import { journeyTests } from './journey.mjs';
 
 const base = (process.argv[2] || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const adminKey = process.env.SWITCHYARD_UI_ADMIN_KEY;
@@ -633,6 +634,9 @@ await test('a second organisation sees none of the first one\'s runs', async () 
 });
 
 await usageTests({ test, page, base, call, waitRun, shot, assert, adminKey, otherKey, browserContext, signIn, sleep,
+  setCurrent: (p) => { current = p; } });
+
+await journeyTests({ test, page, base, call, browserContext, signIn, shot, assert, sleep, Skip,
   setCurrent: (p) => { current = p; } });
 
 await A.ctx.close();
