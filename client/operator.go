@@ -30,6 +30,26 @@ type OrgSuspended = apitypes.OrgSuspended
 // every org argument is an organisation's id or slug.
 type OrgsService struct{ c *Client }
 
+// CreateKey makes another operator key (role operator), its secret shown this once.
+func (o *OrgsService) CreateKey(ctx context.Context, name string) (CreatedKey, error) {
+	var out CreatedKey
+	err := o.c.do(ctx, request{method: http.MethodPost, path: "/api/v1/operator/keys",
+		body: apitypes.OperatorKeyCreate{Name: name}}, &out)
+	return out, err
+}
+
+// Keys returns the operator keys, revoked ones included, without secrets.
+func (o *OrgsService) Keys(ctx context.Context) ([]Key, error) {
+	var out list[Key]
+	err := o.c.do(ctx, request{method: http.MethodGet, path: "/api/v1/operator/keys", retryable: true}, &out)
+	return out.items, err
+}
+
+// RevokeKey revokes an operator key by id (ErrKeyNotFound for an organisation's key).
+func (o *OrgsService) RevokeKey(ctx context.Context, id string) error {
+	return o.c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/operator/keys/" + pathEscape(id), retryable: true}, nil)
+}
+
 func orgPath(org string) string { return "/api/v1/operator/orgs/" + pathEscape(org) }
 
 // Create creates an organisation (ErrOrgExists when the slug is taken).

@@ -21,6 +21,11 @@ type KeyCreate struct {
 	Roles []string `json:"roles" validate:"required,min=1,dive,oneof=dispatch approve skills_admin viewer admin"`
 }
 
+// OperatorKeyCreate is the body of POST /api/v1/operator/keys: another operator key.
+type OperatorKeyCreate struct {
+	Name string `json:"name" validate:"required,min=1,max=100"`
+}
+
 // KeyCreated is the answer to POST /api/v1/admin/keys: the key's plaintext, shown this
 // once, and its description. (Members in alphabetical order, as the answer has them.)
 type KeyCreated struct {

@@ -78,8 +78,8 @@ func (s *Server) revokeKey(c echo.Context) error {
 }
 
 func keyNotFound(id string) *apierr.Error {
-	return apierr.New(http.StatusNotFound, apierr.CodeKeyNotFound, "No API key with this id exists in your organisation.",
-		"List the keys with GET /api/v1/admin/keys.").With("key_id", id)
+	return apierr.New(http.StatusNotFound, apierr.CodeKeyNotFound, "No API key with this id exists among yours.",
+		"List the keys with GET /api/v1/admin/keys (an operator: GET /api/v1/operator/keys).").With("key_id", id)
 }
 
 func (s *Server) listQueues(c echo.Context) error {

@@ -28,6 +28,25 @@ func (s *Server) registerOperator(v1 *echo.Group) {
 	op.POST("/orgs/:org/suspend", s.suspendOrg)
 	op.POST("/orgs/:org/resume", s.resumeOrg)
 	op.POST("/orgs/:org/admin-keys", s.createAdminKey)
+	// The operator keys themselves: the principal has no organisation, so the admin key
+	// handlers list and revoke the keys without one.
+	op.GET("/keys", s.listKeys)
+	op.POST("/keys", s.createOperatorKey)
+	op.DELETE("/keys/:id", s.revokeKey)
+}
+
+// createOperatorKey makes another operator key, e.g. before revoking a leaked one.
+func (s *Server) createOperatorKey(c echo.Context) error {
+	var req apitypes.OperatorKeyCreate
+	if err := dispatch.Decode(c.Request().Body, s.Validator, &req); err != nil {
+		return err
+	}
+	key, info, err := auth.CreateOperator(c.Request().Context(), s.DB, req.Name, principal(c).Actor())
+	if err != nil {
+		return dispatchDBError(err)
+	}
+	return c.JSON(http.StatusCreated, apitypes.KeyCreated{Key: key, Info: info,
+		Note: "Store the key now: it is shown only once."})
 }
 
 func orgNotFound(ref string) *apierr.Error {

@@ -315,3 +315,51 @@ func TestSuspensionReachesAnotherReplicaAtOnce(t *testing.T) {
 	code, res = b2.do(b.key, http.MethodPost, "/api/v1/dispatch", demo)
 	require.Equal(t, http.StatusAccepted, code, "%v", res)
 }
+
+// TestOperatorKeysAreManagedWithoutSQL: an operator makes another operator key, lists the
+// operator keys (no organisation's among them) and revokes a leaked one, which stops
+// working at once; neither an operator nor an organisation's admin reaches the other's keys.
+func TestOperatorKeysAreManagedWithoutSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	op := b.operatorKey()
+	_, admin := b.newOrg(op, "gamma")
+
+	code, res := b.do(op, http.MethodPost, "/api/v1/operator/keys", `{"name":"ops-2"}`)
+	require.Equal(t, http.StatusCreated, code, "%v", res)
+	op2 := res["key"].(string)
+	require.Equal(t, []any{"operator"}, res["info"].(map[string]any)["roles"])
+	code, res = b.do(op, http.MethodPost, "/api/v1/operator/keys", `{}`)
+	_, msgs := fields(t, code, res)
+	require.Contains(t, msgs, "name")
+
+	code, res = b.do(op2, http.MethodGet, "/api/v1/operator/keys", "")
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	items := res["items"].([]any)
+	require.Len(t, items, 2, "the two operator keys and no organisation's: %v", items)
+	var leakedID string
+	for _, it := range items {
+		k := it.(map[string]any)
+		require.Equal(t, []any{"operator"}, k["roles"])
+		if k["name"] == "ops" {
+			leakedID = k["id"].(string)
+		}
+	}
+	require.NotEmpty(t, leakedID)
+
+	// An organisation's admin cannot revoke an operator key, nor an operator an admin's.
+	code, res = b.do(admin, http.MethodDelete, "/api/v1/admin/keys/"+leakedID, "")
+	requireCode(t, http.StatusNotFound, "KEY_NOT_FOUND", code, res)
+	code, res = b.do(admin, http.MethodGet, "/api/v1/admin/keys", "")
+	require.Equal(t, http.StatusOK, code, "%v", res)
+	adminKeyID := res["items"].([]any)[0].(map[string]any)["id"].(string)
+	code, res = b.do(op2, http.MethodDelete, "/api/v1/operator/keys/"+adminKeyID, "")
+	requireCode(t, http.StatusNotFound, "KEY_NOT_FOUND", code, res)
+
+	code, _ = b.do(op2, http.MethodDelete, "/api/v1/operator/keys/"+leakedID, "")
+	require.Equal(t, http.StatusNoContent, code)
+	code, res = b.do(op, http.MethodGet, "/api/v1/operator/orgs", "")
+	requireCode(t, http.StatusUnauthorized, "UNAUTHENTICATED", code, res)
+	code, _ = b.do(op2, http.MethodGet, "/api/v1/operator/orgs", "")
+	require.Equal(t, http.StatusOK, code)
+}

@@ -89,20 +89,21 @@ func Create(ctx context.Context, db DB, orgID, name string, roles []Role, by str
 	return key, info, nil
 }
 
-// List returns an organisation's keys, newest first.
+// List returns an organisation's keys (orgID "": the operator keys), newest first.
 func List(ctx context.Context, db DB, orgID string) ([]KeyInfo, error) {
 	rows, err := db.Query(ctx, `SELECT id, name, prefix, roles, created_by, created_at, last_used_at, revoked_at
-		FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC`, orgID)
+		FROM api_keys WHERE org_id IS NOT DISTINCT FROM NULLIF($1, '')::uuid ORDER BY created_at DESC`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("listing api keys: %w", err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[KeyInfo])
 }
 
-// Revoke revokes one of an organisation's keys. It reports false when there is no such key.
+// Revoke revokes one of an organisation's keys (orgID "": an operator key). It reports
+// false when there is no such key.
 func Revoke(ctx context.Context, db DB, orgID, keyID string) (bool, error) {
 	tag, err := db.Exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
-		WHERE id = $1 AND org_id = $2`, keyID, orgID)
+		WHERE id = $1 AND org_id IS NOT DISTINCT FROM NULLIF($2, '')::uuid`, keyID, orgID)
 	if err != nil {
 		return false, fmt.Errorf("revoking api key: %w", err)
 	}
