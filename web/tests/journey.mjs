@@ -104,6 +104,9 @@ export async function journeyTests(h) {
       const total = Number(await page.locator('[data-testid=total-cost]').getAttribute('data-value'));
       assert(total >= want, `the total ${total} holds the job's cost`);
       await shot(page, '51-journey-usage');
+    } catch (e) {
+      await shot(page, 'failed-journey').catch(() => {});
+      throw e;
     } finally {
       setCurrent(main);
       await B.ctx.close();

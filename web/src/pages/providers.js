@@ -73,16 +73,18 @@ function NewProvider({ onChanged }) {
   </form>`;
 }
 
-function Routing({ providers, policy, onChanged }) {
+// Routing is remounted with each reload of the page's data (its key), so the "Saved." it
+// shows after a save is the page's (saved, onSaved), not its own: the reload that follows
+// the save would otherwise take it away at once.
+function Routing({ providers, policy, onChanged, saved, onSaved }) {
   const [rules, setRules] = useState(() => Object.fromEntries(HINTS.map((h) => [h, policy.find((r) => r.hint === h) || { hint: h, provider: '', model: '' }])));
   const [error, setError] = useState(null);
-  const [saved, setSaved] = useState(false);
   const set = (h, k) => (e) => setRules({ ...rules, [h]: { ...rules[h], [k]: e.target.value } });
   const save = async (e) => {
-    e.preventDefault(); setError(null); setSaved(false);
+    e.preventDefault(); setError(null); onSaved(false);
     try {
       await api('PUT', '/admin/routing', { rules: HINTS.map((h) => rules[h]).filter((r) => r.provider) });
-      setSaved(true); onChanged();
+      onSaved(true); onChanged();
     } catch (err) { setError(err); }
   };
   return html`<form onSubmit=${save} data-testid="routing">
@@ -152,6 +154,7 @@ export function Providers({ me }) {
   const [data, setData] = useState(null);
   const [error, setError] = useState(null);
   const [gen, setGen] = useState(0);
+  const [routingSaved, setRoutingSaved] = useState(false);
   const load = () => Promise.all([api('GET', '/admin/providers'), api('GET', '/admin/routing'), api('GET', '/admin/limits'), api('GET', '/admin/prices')])
     .then(([p, r, l, pr]) => { setData({ providers: p.items || [], policy: r.rules || [], limits: l.items || [], prices: pr.items || [] }); setGen((g) => g + 1); setError(null); },
       (err) => setError(err));
@@ -163,7 +166,8 @@ export function Providers({ me }) {
     <${ErrorBox} error=${error} />
     ${data.providers.length === 0 ? html`<${Empty}>No provider yet.</${Empty}>` : data.providers.map((p) => html`<${ProviderCard} p=${p} onChanged=${load} key=${p.name} />`)}
     <h3>Add or change a provider</h3><${NewProvider} onChanged=${load} />
-    <h3>Routing policy</h3><${Routing} providers=${data.providers} policy=${data.policy} onChanged=${load} key=${'r' + gen} />
+    <h3>Routing policy</h3><${Routing} providers=${data.providers} policy=${data.policy} onChanged=${load} key=${'r' + gen}
+      saved=${routingSaved} onSaved=${setRoutingSaved} />
     <h3>Limits (per provider and model)</h3><${Limits} limits=${data.limits} onChanged=${load} />
     <h3>Prices (USD per million tokens)</h3><${Prices} prices=${data.prices} onChanged=${load} />
   </section>`;
