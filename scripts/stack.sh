@@ -95,6 +95,9 @@ start_pg() {
       # After a crash Postgres syncs its data directory before recovery: one syncfs instead
       # of an fsync per file makes the faults profile's restarts seconds shorter.
       if [ "$profile" = faults ]; then echo "recovery_init_sync_method = syncfs"; fi
+      # Extra settings for a benchmark's own stores, one per line, e.g.
+      # SWITCHYARD_PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'".
+      if [ -n "${SWITCHYARD_PG_EXTRA_CONF:-}" ]; then printf '%s\n' "$SWITCHYARD_PG_EXTRA_CONF"; fi
     } >> "$pg_dir/postgresql.conf"
   fi
   # The port is given at start too, so a data directory made with another port follows it.
