@@ -34,6 +34,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/bench/internal/chainwait"
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/bench/internal/stats"
 	"github.com/switchyard-ai/switchyard/harness"
@@ -148,12 +149,14 @@ func bench(dir string, pgPort, redisPort, chains, steps, rounds int, wf string, 
 	start := time.Now()
 	ids := make(chan string, chains*rounds)
 	errs := make(chan error, chains)
+	w := chainwait.New(db, 5*time.Millisecond)
+	defer w.Stop()
 	for range chains {
 		go func() {
 			for range rounds {
 				id, err := dispatch(ctx, c, h.DispatcherURL, h.AdminKey)
 				if err == nil {
-					err = waitEnd(ctx, db, id)
+					err = waitEnd(ctx, w, id)
 				}
 				if err != nil {
 					errs <- err
@@ -264,25 +267,13 @@ func dispatch(ctx context.Context, c *http.Client, url, key string) (string, err
 	return res.ChainID, nil
 }
 
-// waitEnd waits until the chain has ended (Postgres NOTIFY would be cleaner; a 5 ms look
-// costs the dispatcher nothing: it reads Postgres directly).
-func waitEnd(ctx context.Context, db *pgxpool.Pool, id string) error {
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		var status string
-		if err := db.QueryRow(ctx, `SELECT status FROM chains WHERE id = $1`, id).Scan(&status); err != nil {
-			return err
-		}
-		switch status {
-		case "completed":
-			return nil
-		case "running":
-			time.Sleep(5 * time.Millisecond)
-		default:
-			return fmt.Errorf("chain %s ended %s", id, status)
-		}
+// waitEnd waits until the chain has completed.
+func waitEnd(ctx context.Context, w *chainwait.Waiter, id string) error {
+	status, err := w.Wait(ctx, id, 10*time.Minute)
+	if err == nil && status != "completed" {
+		err = fmt.Errorf("chain %s ended %s", id, status)
 	}
-	return fmt.Errorf("chain %s did not end", id)
+	return err
 }
 
 // handoffs reads, for every step run after the first of each chain, the time from its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchyard-ai/switchyard/bench/internal/chainwait"
 	"github.com/switchyard-ai/switchyard/bench/internal/hostcpu"
 	"github.com/switchyard-ai/switchyard/harness"
 	"golang.org/x/sync/errgroup"
@@ -183,8 +184,8 @@ func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ strin
 	if err != nil {
 		return sample{}, err
 	}
-	w := newWaiter(s.h)
-	defer w.stop()
+	w := chainwait.New(s.h.DB, 10*time.Millisecond)
+	defer w.Stop()
 	if _, err := s.drive(ctx, w, inflight, warmup); err != nil {
 		return sample{}, fmt.Errorf("warm-up: %w", err)
 	}
@@ -203,7 +204,7 @@ func (s *switchyard) Phase(ctx context.Context, inflight, n, warmup int, _ strin
 
 // drive dispatches n chains, inflight at a time (each when one before has ended), and
 // returns their ids.
-func (s *switchyard) drive(ctx context.Context, w *waiter, inflight, n int) ([]string, error) {
+func (s *switchyard) drive(ctx context.Context, w *chainwait.Waiter, inflight, n int) ([]string, error) {
 	var mu sync.Mutex
 	var ids []string
 	g, ctx := errgroup.WithContext(ctx)
@@ -223,7 +224,7 @@ func (s *switchyard) drive(ctx context.Context, w *waiter, inflight, n int) ([]s
 	return ids, g.Wait()
 }
 
-func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
+func (s *switchyard) runOne(ctx context.Context, w *chainwait.Waiter) (string, error) {
 	var res struct {
 		ChainID string `json:"chainId"`
 	}
@@ -252,7 +253,7 @@ func (s *switchyard) runOne(ctx context.Context, w *waiter) (string, error) {
 	if res.ChainID == "" {
 		return "", errors.New("dispatching the chain skill answered no chainId")
 	}
-	status, err := w.wait(ctx, res.ChainID, 2*time.Minute)
+	status, err := w.Wait(ctx, res.ChainID, 2*time.Minute)
 	if err != nil {
 		return "", err
 	}
@@ -316,77 +317,3 @@ func (s *platform) Close() {
 	s.drop()
 	os.RemoveAll(s.dir)
 }
-
-// waiter tells chains' ends with one Postgres query per tick for every chain in flight,
-// so that 200 chains waiting cost the platform no more than one.
-type waiter struct {
-	h    *harness.Harness
-	mu   sync.Mutex
-	subs map[string]chan string
-	done chan struct{}
-}
-
-func newWaiter(h *harness.Harness) *waiter {
-	w := &waiter{h: h, subs: map[string]chan string{}, done: make(chan struct{})}
-	go w.loop()
-	return w
-}
-
-func (w *waiter) wait(ctx context.Context, chain string, timeout time.Duration) (string, error) {
-	ch := make(chan string, 1)
-	w.mu.Lock()
-	w.subs[chain] = ch
-	w.mu.Unlock()
-	select {
-	case st := <-ch:
-		return st, nil
-	case <-time.After(timeout):
-		w.mu.Lock()
-		delete(w.subs, chain)
-		w.mu.Unlock()
-		return "", fmt.Errorf("chain %s still running after %s", chain, timeout)
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-func (w *waiter) loop() {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.done:
-			return
-		case <-tick.C:
-		}
-		w.mu.Lock()
-		ids := make([]string, 0, len(w.subs))
-		for id := range w.subs {
-			ids = append(ids, id)
-		}
-		w.mu.Unlock()
-		if len(ids) == 0 {
-			continue
-		}
-		rows, err := w.h.DB.Query(context.Background(),
-			`SELECT id::text, status FROM chains WHERE id = ANY($1::uuid[]) AND status <> 'running'`, ids)
-		if err != nil {
-			continue // the next tick asks again
-		}
-		for rows.Next() {
-			var id, status string
-			if rows.Scan(&id, &status) != nil {
-				continue
-			}
-			w.mu.Lock()
-			if ch, ok := w.subs[id]; ok {
-				ch <- status
-				delete(w.subs, id)
-			}
-			w.mu.Unlock()
-		}
-		rows.Close()
-	}
-}
-
-func (w *waiter) stop() { close(w.done) }
