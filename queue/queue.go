@@ -37,8 +37,15 @@ const (
 	TypeChainTimeout = "chain:timeout"
 )
 
-// Coordinator is the asynq queue through which executors report chain-step completions.
-const Coordinator = "coordinator"
+// Coordinator is the asynq queue through which executors report chain-step completions
+// (and chains' deadlines come due); CoordinatorStarts holds the chains waiting to start.
+// The coordinator serves them with strict priority: a chain already running moves on
+// before another one is admitted, so that under load the wait is at a chain's start —
+// where nothing has begun — and not between its steps.
+const (
+	Coordinator       = "coordinator"
+	CoordinatorStarts = "coordinator_starts"
+)
 
 // Weights are the shares each priority tier gets when all tiers have work.
 var Weights = map[run.Priority]int{
@@ -175,7 +182,7 @@ func NewChainStartTask(chainID string) (*asynq.Task, error) {
 		return nil, err
 	}
 	return asynq.NewTask(TypeChainStart, payload,
-		asynq.TaskID("chain_start:"+chainID), asynq.Queue(Coordinator), asynq.MaxRetry(25)), nil
+		asynq.TaskID("chain_start:"+chainID), asynq.Queue(CoordinatorStarts), asynq.MaxRetry(25)), nil
 }
 
 // NewChainTimeoutTask builds the coordinator task that times a chain out at its deadline.

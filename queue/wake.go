@@ -84,8 +84,9 @@ func TierNames(name string) []string { return slices.Sorted(maps.Keys(Tiers(name
 // followed. Registering again is harmless.
 func (w *Wakeup) Register(name string) { w.register(TierNames(name)) }
 
-// RegisterQueue is Register for one asynq queue without priority tiers: the coordinator's.
-func (w *Wakeup) RegisterQueue(asynqQueue string) { w.register([]string{asynqQueue}) }
+// RegisterQueues is Register for asynq queues without priority tiers that one server
+// serves together — the coordinator's — as the tiers of one queue: idle only when all are.
+func (w *Wakeup) RegisterQueues(asynqQueues ...string) { w.register(asynqQueues) }
 
 func (w *Wakeup) register(tiers []string) {
 	w.mu.Lock()

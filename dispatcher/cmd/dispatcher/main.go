@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog
 	}
 	a := app.New(app.Options{DB: pool, Redis: rdb, Asynq: asynqOpt, Log: log, TaskRetention: cfg.TaskRetention,
 		ReconcileEvery: cfg.ReconcileEvery, ReconcileGrace: cfg.ReconcileGrace,
-		CoordinatorConcurrency: cfg.CoordinatorConcurrency, Sealer: sealer})
+		CoordinatorConcurrency: cfg.CoordinatorConcurrency, CoordinatorStarts: cfg.CoordinatorStarts, Sealer: sealer})
 	a.Start(ctx)
 	// Shutdown order: stop accepting requests and let in-flight ones finish, then stop the
 	// background loops and close the clients.

@@ -54,6 +54,9 @@ type Options struct {
 	// CoordinatorConcurrency is how many chain transitions run at once (of different
 	// chains: one chain's are serialised by its lock); default 32.
 	CoordinatorConcurrency int
+	// CoordinatorStarts is how many chains start at once (default 2): a chain waits to
+	// start while the coordinator is busy with the steps of those running.
+	CoordinatorStarts int
 	// Sealer seals provider API keys to the router's public key; nil: keys cannot be set.
 	Sealer *providerstore.Sealer
 }
@@ -113,7 +116,7 @@ func New(o Options) *App {
 	svc.Chains = coord
 	return &App{
 		Coordinator: coord,
-		coordinator: newCoordinatorServer(o.Asynq, coord, concurrency, o.Log),
+		coordinator: newCoordinatorServer(o.Asynq, coord, concurrency, cmp.Or(o.CoordinatorStarts, 2), o.Log),
 		coordDB:     coordDB,
 		Server: &api.Server{DB: o.DB, Redis: o.Redis, Inspector: inspector, Log: o.Log,
 			Validator: dispatch.NewValidator(), Sessions: &session.Store{Redis: o.Redis}, Dispatch: svc,

@@ -35,6 +35,9 @@ type Config struct {
 	// CoordinatorConcurrency is SWITCHYARD_COORDINATOR_CONCURRENCY, how many chain
 	// transitions run at once; default 32.
 	CoordinatorConcurrency int
+	// CoordinatorStarts is SWITCHYARD_COORDINATOR_STARTS, how many chains start at once;
+	// default 2.
+	CoordinatorStarts int
 	// CredentialRecipient is SWITCHYARD_CREDENTIAL_RECIPIENT (or the content of the file
 	// SWITCHYARD_CREDENTIAL_RECIPIENT_FILE), the router's public key ("age1..."): provider
 	// API keys set through the admin API are sealed to it, so the dispatcher can store a
@@ -75,6 +78,11 @@ func FromEnv() (Config, error) {
 		return c, fmt.Errorf("SWITCHYARD_COORDINATOR_CONCURRENCY: want a number from 1 to 1000")
 	}
 	c.CoordinatorConcurrency = n
+	n, err = strconv.Atoi(cmp.Or(os.Getenv("SWITCHYARD_COORDINATOR_STARTS"), "2"))
+	if err != nil || n < 1 || n > 1000 {
+		return c, fmt.Errorf("SWITCHYARD_COORDINATOR_STARTS: want a number from 1 to 1000")
+	}
+	c.CoordinatorStarts = n
 	if f := os.Getenv("SWITCHYARD_CREDENTIAL_RECIPIENT_FILE"); f != "" && c.CredentialRecipient == "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
