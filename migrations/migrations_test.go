@@ -174,3 +174,80 @@ func TestMissingMigrationIsAppliedOutOfOrder(t *testing.T) {
 		t.Fatalf("migration 15 applied %d times, want 1", n)
 	}
 }
+
+// TestMonthlyCostBackfill applies 00028 over a ledger that predates it: each organisation's
+// counter of each month holds the sum the dispatcher's budget check computed from the ledger
+// before (every row of the UTC calendar month, cut-off 'unknown' ones too), its tokens are
+// kept, and a month with ledger rows and no counter gets one.
+func TestMonthlyCostBackfill(t *testing.T) {
+	t.Parallel()
+	pool := scratch(t)
+	ctx := context.Background()
+	if _, err := Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	downTo(t, pool, 27)
+	var a, b string
+	for _, p := range []struct {
+		id   *string
+		slug string
+	}{{&a, "cost-a"}, {&b, "cost-b"}} {
+		if err := pool.QueryRow(ctx, `INSERT INTO orgs (slug, name) VALUES ($1, 'M') RETURNING id`, p.slug).Scan(p.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(t, pool, `INSERT INTO org_monthly_usage (org_id, month, tokens) VALUES ($1, '2026-10-01', 555)`, a)
+	const ledger = `INSERT INTO usage_ledger (org_id, provider, model, tokens_in, tokens_out, cost_usd, latency_ms,
+		created_at, outcome) VALUES ($1, 'p', 'm', 1, 1, $2, 1, $3, $4)`
+	for _, r := range []struct {
+		org, at, outcome string
+		cost             string
+	}{
+		{a, "2026-10-01 00:00:00+00", "answered", "0.12345678"},
+		{a, "2026-10-31 23:59:59.999+00", "answered", "1.5"},
+		{a, "2026-10-31 23:30:00-02", "answered", "7"}, // 1 November, 01:30 UTC
+		{a, "2026-10-15 12:00:00+00", "unknown", "0"},
+		{a, "2026-09-30 22:00:00-05", "answered", "0.00000001"}, // 1 October, 03:00 UTC
+		{b, "2026-10-02 00:00:00+00", "answered", "99999.99999999"},
+		{b, "2026-10-03 00:00:00+00", "answered", "99999.99999999"},
+	} {
+		mustExec(t, pool, ledger, r.org, r.cost, r.at, r.outcome)
+	}
+	if _, err := Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+
+	// What store.MonthlyCost summed before 00028, for each (organisation, month) above.
+	const before = `SELECT COALESCE(sum(cost_usd), 0)::text FROM usage_ledger
+		WHERE org_id = $1 AND created_at >= $2::timestamptz AND created_at < $2::date + interval '1 month'`
+	for _, c := range []struct {
+		org, month string
+		tokens     int64
+		want       string
+	}{
+		{a, "2026-10-01", 555, "1.62345679"},
+		{a, "2026-11-01", 0, "7.00000000"},
+		{b, "2026-10-01", 0, "199999.99999998"},
+	} {
+		var sum, cost string
+		if err := pool.QueryRow(ctx, before, c.org, c.month).Scan(&sum); err != nil {
+			t.Fatal(err)
+		}
+		var tokens int64
+		if err := pool.QueryRow(ctx, `SELECT cost_usd::text, tokens FROM org_monthly_usage WHERE org_id = $1 AND month = $2`,
+			c.org, c.month).Scan(&cost, &tokens); err != nil {
+			t.Fatalf("counter of %s: %v", c.month, err)
+		}
+		if cost != sum || cost != c.want || tokens != c.tokens {
+			t.Fatalf("%s %s: counter %s (tokens %d), ledger sum %s, want %s (tokens %d)",
+				c.org, c.month, cost, tokens, sum, c.want, c.tokens)
+		}
+	}
+	var months int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM org_monthly_usage`).Scan(&months); err != nil {
+		t.Fatal(err)
+	}
+	if months != 3 {
+		t.Fatalf("%d counters, want 3", months)
+	}
+}

@@ -62,7 +62,7 @@ func (b *bundle) proxied() (*pgxpool.Pool, *testkit.Proxy, *redis.Client, *testk
 
 func (b *bundle) entry(tokens int64) Entry {
 	return Entry{CallKey: NewToken(), OrgID: b.orgID, Provider: "p", Model: "m", TokensIn: tokens, TokensOut: 1,
-		CostUSD: 0.001, Latency: 20 * time.Millisecond, At: time.Now().UTC()}
+		CostUSD: float64(tokens) / 1000, Latency: 20 * time.Millisecond, At: time.Now().UTC()}
 }
 
 func (b *bundle) rows() int {
@@ -76,6 +76,19 @@ func (b *bundle) monthly() int64 {
 	require.NoError(b.t, b.pool.QueryRow(context.Background(),
 		`SELECT coalesce(sum(tokens), 0) FROM org_monthly_usage WHERE org_id = $1`, b.orgID).Scan(&n))
 	return n
+}
+
+// monthlyCost is the organisation's org_monthly_usage cost counter (all months), as text
+// (numeric, exact); it must equal the sum of the organisation's ledger rows.
+func (b *bundle) monthlyCost() string {
+	b.t.Helper()
+	var counter, ledger string
+	require.NoError(b.t, b.pool.QueryRow(context.Background(),
+		`SELECT coalesce(sum(cost_usd), 0)::numeric(20, 8)::text FROM org_monthly_usage WHERE org_id = $1`, b.orgID).Scan(&counter))
+	require.NoError(b.t, b.pool.QueryRow(context.Background(),
+		`SELECT coalesce(sum(cost_usd), 0)::numeric(20, 8)::text FROM usage_ledger WHERE org_id = $1`, b.orgID).Scan(&ledger))
+	require.Equal(b.t, ledger, counter, "the monthly cost counter is the sum of the ledger rows")
+	return counter
 }
 
 // moved waits until the stream is empty and the ledger holds want rows of the organisation.
@@ -152,6 +165,7 @@ func TestEntriesAreMovedOnceEach(t *testing.T) {
 	}
 	b.moved(3)
 	require.EqualValues(t, 10+20+40+3, b.monthly(), "each call's tokens once")
+	require.Equal(t, "0.07000000", b.monthlyCost(), "each call's cost once")
 	require.Equal(t, 3, b.m.get(func(r *recorder) int { return r.recorded[PathStream] }))
 	require.Equal(t, 2, b.m.get(func(r *recorder) int { return r.moved[MovedInserted] }), "e2 was there already")
 }
@@ -208,6 +222,7 @@ func TestEntryRefusedByBothStoresIsHeldUntilOneIsBack(t *testing.T) {
 	pgProxy.Restore()
 	b.moved(1)
 	require.EqualValues(t, 4, b.monthly())
+	require.Equal(t, "0.00300000", b.monthlyCost())
 }
 
 // An entry Postgres refuses as invalid goes to the dead-letter stream; the entries beside
@@ -248,6 +263,7 @@ func TestAnsweredEntryReplacesUnknownOne(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Zero(t, b.monthly())
+	require.Equal(t, "0.00000000", b.monthlyCost())
 	n, err = insert(ctx, b.pool, []Entry{answered})
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the answer replaces the unknown row")
@@ -263,10 +279,49 @@ func TestAnsweredEntryReplacesUnknownOne(t *testing.T) {
 	require.EqualValues(t, 40, in)
 	require.Equal(t, 1, b.rows())
 	require.EqualValues(t, 41, b.monthly(), "tokens counted once")
+	require.Equal(t, "0.04000000", b.monthlyCost(), "cost counted once")
 
 	// In one batch the answered entry wins.
 	a2 := b.entry(7)
 	u2 := a2
 	u2.TokensIn, u2.TokensOut, u2.Outcome = 0, 0, OutcomeUnknown
 	require.Equal(t, []Entry{a2}, dedupe([]Entry{u2, a2}))
+}
+
+// Each month's counter holds the tokens and the cost of that month's rows, written in the
+// statement that writes the rows: a batch delivered again, whole or in part, adds neither.
+func TestMonthlyCountersFollowTheRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	thisMonth := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	e1, e2, last := b.entry(100), b.entry(250), b.entry(7)
+	e1.CostUSD, e2.CostUSD, last.CostUSD = 0.12345678, 1.5, 0.25
+	last.At = thisMonth.Add(-time.Millisecond) // the last instant of the month before
+
+	n, err := insert(ctx, b.pool, []Entry{e1, e2, last})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	for range 2 { // delivered again, whole and with a new entry beside an old one
+		_, err = insert(ctx, b.pool, []Entry{e1, e2, last})
+		require.NoError(t, err)
+	}
+	e3 := b.entry(1)
+	n, err = insert(ctx, b.pool, []Entry{e2, e3})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	month := func(m time.Time) (tokens int64, cost string) {
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT tokens, cost_usd::text FROM org_monthly_usage WHERE org_id = $1 AND month = $2`,
+			b.orgID, m).Scan(&tokens, &cost))
+		return tokens, cost
+	}
+	tokens, cost := month(thisMonth)
+	require.EqualValues(t, 101+251+2, tokens)
+	require.Equal(t, "1.62445678", cost, "0.12345678 + 1.5 + 0.001, once each")
+	tokens, cost = month(thisMonth.AddDate(0, -1, 0))
+	require.EqualValues(t, 8, tokens)
+	require.Equal(t, "0.25000000", cost)
+	require.Equal(t, "1.87445678", b.monthlyCost())
 }

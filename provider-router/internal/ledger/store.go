@@ -14,8 +14,9 @@ import (
 // the ledger are skipped — except that an answered entry replaces an unknown one (the
 // call's router only stalled past its claim: the call that took its step over recorded
 // it as unknown, then its answer came) — and the organisations' monthly counters grow by
-// the tokens of the rows written (an unknown row holds none). It returns how many rows it
-// wrote.
+// the tokens and the cost of the rows written (an unknown row holds none of either), in
+// this statement: a row and its month's counter are written together or not at all, and a
+// row already there adds nothing. It returns how many rows it wrote.
 const insertSQL = `
 WITH ins AS (
     INSERT INTO usage_ledger (call_key, step_key, org_id, user_id, run_id, chain_id, job_type, provider, model,
@@ -29,11 +30,13 @@ WITH ins AS (
         cost_usd = EXCLUDED.cost_usd, latency_ms = EXCLUDED.latency_ms, queue_wait_ms = EXCLUDED.queue_wait_ms,
         outcome = EXCLUDED.outcome
         WHERE usage_ledger.outcome = 'unknown' AND EXCLUDED.outcome = 'answered'
-    RETURNING org_id, created_at, tokens_in + tokens_out AS tokens
+    RETURNING org_id, created_at, tokens_in + tokens_out AS tokens, cost_usd
 ), months AS (
-    INSERT INTO org_monthly_usage (org_id, month, tokens)
-    SELECT org_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, sum(tokens) FROM ins GROUP BY 1, 2
-    ON CONFLICT (org_id, month) DO UPDATE SET tokens = org_monthly_usage.tokens + EXCLUDED.tokens
+    INSERT INTO org_monthly_usage (org_id, month, tokens, cost_usd)
+    SELECT org_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, sum(tokens), sum(cost_usd)
+    FROM ins GROUP BY 1, 2
+    ON CONFLICT (org_id, month) DO UPDATE SET tokens = org_monthly_usage.tokens + EXCLUDED.tokens,
+        cost_usd = org_monthly_usage.cost_usd + EXCLUDED.cost_usd
 )
 SELECT count(*) FROM ins`
 
