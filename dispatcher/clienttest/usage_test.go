@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-ai/switchyard/client"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
 func TestUsageReportCSVAndAudit(t *testing.T) {
@@ -19,11 +20,10 @@ func TestUsageReportCSVAndAudit(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	at := time.Date(2026, 10, 5, 10, 0, 0, 0, time.UTC)
-	_, err := b.pool.Exec(ctx, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model, tokens_in, tokens_out,
+	testkit.Ledger(t, b.pool, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model, tokens_in, tokens_out,
 			cost_usd, latency_ms, created_at)
 		SELECT $1, 'user-' || (i % 3), 'skill_' || (i % 2), 'openai', 'gpt-4o', 10, 5, 0.25, 100, $2::timestamptz + i * interval '1 hour'
 		FROM generate_series(0, 49) i`, b.orgID, at)
-	require.NoError(t, err)
 	q := client.UsageQuery{From: at, To: at.AddDate(0, 0, 7), Users: 2}
 
 	u, err := b.admin.Org.UsageReport(ctx, q)
@@ -79,11 +79,10 @@ func TestAuditExportCutShort(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	const n = 200_000
-	_, err := b.pool.Exec(ctx, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model, tokens_in, tokens_out,
+	testkit.Ledger(t, b.pool, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model, tokens_in, tokens_out,
 			cost_usd, latency_ms, created_at)
 		SELECT $1, 'u', 's', 'openai', 'gpt-4o', 1, 1, 0.1, 1, timestamptz '2026-10-01' + i * interval '1 second'
 		FROM generate_series(1, $2) i`, b.orgID, n)
-	require.NoError(t, err)
 	var rows int
 	var last error
 	for _, err := range b.admin.Org.AuditRecords(ctx, client.UsageQuery{Month: "2026-10"}) {

@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/shared/monthusage"
 )
 
 // NewOrg inserts an organisation and returns its id.
@@ -33,6 +35,19 @@ func NewRun(t testing.TB, pool *pgxpool.Pool, status string) (runID, orgID strin
 		t.Fatalf("inserting a run: %v", err)
 	}
 	return runID, orgID
+}
+
+// Ledger seeds usage_ledger: it runs insert, an INSERT INTO usage_ledger … without a
+// RETURNING clause, with args, and adds the rows it writes to their organisations' monthly
+// counters (org_monthly_usage: tokens and cost) in the same statement, as the provider
+// router's ledger mover does, so that the quota and budget checks, which read the counters,
+// see what the ledger holds.
+func Ledger(t testing.TB, pool *pgxpool.Pool, insert string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), "WITH ins AS ("+insert+" "+monthusage.ReturningSQL+") "+monthusage.AddSQL,
+		args...); err != nil {
+		t.Fatalf("seeding the usage ledger: %v", err)
+	}
 }
 
 // Explain returns Postgres's plan for query (EXPLAIN, not run) on conn, one line per node.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,17 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchyard-ai/switchyard/client"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
 func TestUsageAndAuditExport(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.pool.Exec(context.Background(), `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model,
+	testkit.Ledger(t, b.pool, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model,
 			tokens_in, tokens_out, cost_usd, latency_ms, created_at)
 		SELECT $1, 'user-' || (i % 2), 'skill_' || (i % 3), 'openai', 'gpt-4o', 10, 5, 0.5, 100,
 			timestamptz '2026-10-05' + i * interval '1 hour'
 		FROM generate_series(0, 29) i`, b.orgID)
-	require.NoError(t, err)
 
 	r := b.yard("", "usage", "--from", "2026-10-01", "--to", "2026-11-01")
 	require.Equal(t, exitOK, r.code, r.stderr)

@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard-ai/switchyard/queue"
 	"github.com/switchyard-ai/switchyard/runstore"
 	"github.com/switchyard-ai/switchyard/shared/run"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
 func (b *bundle) count(sql string, args ...any) int {
@@ -164,11 +165,8 @@ func TestQuotaExceeded(t *testing.T) {
 	ctx := context.Background()
 	_, err := b.pool.Exec(ctx, `UPDATE orgs SET monthly_token_quota = 1000 WHERE id = $1`, b.orgID)
 	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `INSERT INTO org_monthly_usage (org_id, month, tokens) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 1200)`, b.orgID)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `INSERT INTO usage_ledger (org_id, job_type, provider, model, tokens_in, tokens_out, cost_usd, latency_ms)
+	testkit.Ledger(t, b.pool, `INSERT INTO usage_ledger (org_id, job_type, provider, model, tokens_in, tokens_out, cost_usd, latency_ms)
 		VALUES ($1, 'demo_llm', 'sim-llm', 'sim-fast', 900, 300, 0.01, 5)`, b.orgID)
-	require.NoError(t, err)
 	var code int
 	var res map[string]any
 	waitFor(t, func() bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/app"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/store"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
 // BenchmarkUsage measures the usage report and the audit export over a month of ledger rows
@@ -50,13 +51,12 @@ func BenchmarkUsage(b *testing.B) {
 			timestamptz '2026-10-01' + (i * 10 + s) * interval '2 seconds', jsonb_build_object('step', 'llm/' || s)
 		FROM generate_series(1, $2) i, generate_series(1, 10) s`, bb.orgID, runs)
 	require.NoError(b, err)
-	_, err = bb.pool.Exec(ctx, `INSERT INTO usage_ledger (call_key, step_key, org_id, user_id, run_id, job_type, provider, model,
+	testkit.Ledger(b, bb.pool, `INSERT INTO usage_ledger (call_key, step_key, org_id, user_id, run_id, job_type, provider, model,
 			tokens_in, tokens_out, tokens_cached, cost_usd, latency_ms, queue_wait_ms, created_at)
 		SELECT i || '/llm/' || s, 'llm/' || s, $1, 'user-' || (i % 1000), md5('run' || i)::uuid, 'skill_' || (i % 20),
 			(ARRAY['openai', 'anthropic', 'sim-llm'])[1 + i % 3], (ARRAY['gpt-4o', 'claude-sonnet', 'sim-fast'])[1 + i % 3],
 			200 + s, 50 + s, 0, 0.00042 * s, 300, 5, timestamptz '2026-10-01' + (i * 10 + s) * interval '2 seconds'
 		FROM generate_series(1, $2) i, generate_series(1, 10) s`, bb.orgID, runs)
-	require.NoError(b, err)
 	_, err = bb.pool.Exec(ctx, `VACUUM ANALYZE usage_ledger`)
 	require.NoError(b, err)
 	_, err = bb.pool.Exec(ctx, `VACUUM ANALYZE spans`)

@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-ai/switchyard/client/apitypes"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/auth"
 	"github.com/switchyard-ai/switchyard/dispatcher/internal/bootstrap"
+	"github.com/switchyard-ai/switchyard/shared/testkit"
 )
 
 // ledgerRow is a usage ledger row a test writes.
@@ -35,11 +36,10 @@ func (b *bundle) ledger(rows ...ledgerRow) {
 		if r.outcome == "" {
 			r.outcome = "answered"
 		}
-		_, err := b.pool.Exec(context.Background(), `INSERT INTO usage_ledger (org_id, user_id, run_id, step_key, job_type,
+		testkit.Ledger(b.t, b.pool, `INSERT INTO usage_ledger (org_id, user_id, run_id, step_key, job_type,
 			provider, model, tokens_in, tokens_out, cost_usd, latency_ms, created_at, outcome)
 			VALUES ($1, $2, NULLIF($3, '')::uuid, $4, $5, $6, $7, $8, $9, $10, 250, $11, $12)`,
 			r.org, r.user, r.run, r.step, r.skill, r.provider, r.model, r.in, r.out, r.cost, r.at, r.outcome)
-		require.NoError(b.t, err)
 	}
 }
 
@@ -336,12 +336,11 @@ func TestAuditExportStreams(t *testing.T) {
 	b := setup(t)
 	admin := b.newKey(auth.RoleAdmin)
 	const n = 250_000
-	_, err := b.pool.Exec(context.Background(), `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model,
+	testkit.Ledger(t, b.pool, `INSERT INTO usage_ledger (org_id, user_id, job_type, provider, model,
 			tokens_in, tokens_out, cost_usd, latency_ms, created_at)
 		SELECT $1, 'user-' || (i % 97), 'skill_' || (i % 7), 'openai', 'gpt-4o', i % 1000, i % 300, 0.0001 * (i % 50), 120,
 			timestamptz '2026-10-01' + i * interval '1 second'
 		FROM generate_series(1, $2) i`, b.orgID, n)
-	require.NoError(t, err)
 
 	runtime.GC()
 	var base runtime.MemStats
@@ -394,4 +393,49 @@ func TestAuditExportStreams(t *testing.T) {
 	t.Logf("exported %d rows, %d MB; the heap grew by at most %d MB", lines, size>>20, grew>>20)
 	require.Greater(t, size, int64(64<<20))
 	require.Less(t, grew, size/4, "the export is not held in memory")
+}
+
+// The monthly cost budget is checked against the month's counter (org_monthly_usage), which
+// the ledger's writer keeps with the rows: this month's rows reaching the budget refuse
+// dispatching with 429 COST_BUDGET_EXCEEDED, the spent figure the counter's, while the
+// month before, however dear, does not count; with the counter put back to 0 dispatching
+// goes on, though the rows are still there (the check reads the one row, not the ledger).
+func TestCostBudgetIsCheckedAgainstTheMonthsCounter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	admin := b.newKey(auth.RoleAdmin)
+	now := time.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	_, err := b.pool.Exec(ctx, `UPDATE orgs SET monthly_cost_budget_usd = 5 WHERE id = $1`, b.orgID)
+	require.NoError(t, err)
+	row := ledgerRow{org: b.orgID, skill: "demo_llm", provider: "sim-llm", model: "sim-fast", in: 10, out: 5}
+	last, first, more := row, row, row
+	last.cost, last.at = 100, month.Add(-time.Millisecond)
+	first.cost, first.at = 4.25, month
+	more.cost, more.at = 0.75, now
+	b.ledger(last, first)
+
+	code, res := b.do(b.key, http.MethodPost, "/api/v1/dispatch", demo)
+	require.Equal(t, http.StatusAccepted, code, "4.25 of 5 spent: %v", res)
+
+	b.ledger(more)
+	waitFor(t, func() bool {
+		code, res = b.do(b.key, http.MethodPost, "/api/v1/dispatch", demo)
+		return code == http.StatusTooManyRequests
+	}, "the budget to refuse")
+	requireCode(t, http.StatusTooManyRequests, "COST_BUDGET_EXCEEDED", code, res)
+	c := res["context"].(map[string]any)
+	require.InDelta(t, 5.0, c["spent_usd"], 1e-9)
+	require.InDelta(t, 5.0, c["budget_usd"], 1e-9)
+	var u apitypes.Usage
+	require.Equal(t, http.StatusOK, b.getJSON(admin, "/api/v1/admin/usage", &u))
+	require.InDelta(t, 5.0, u.ThisMonth.CostUSD, 1e-9)
+
+	_, err = b.pool.Exec(ctx, `UPDATE org_monthly_usage SET cost_usd = 0 WHERE org_id = $1 AND month = $2`, b.orgID, month)
+	require.NoError(t, err)
+	waitFor(t, func() bool {
+		code, res = b.do(b.key, http.MethodPost, "/api/v1/dispatch", demo)
+		return code == http.StatusAccepted
+	}, "the counter's 0 to let dispatching go on")
 }

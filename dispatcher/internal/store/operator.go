@@ -177,11 +177,11 @@ func OrgAudit(ctx context.Context, db DB, orgID string, limit int) ([]OrgAuditEn
 }
 
 // MonthlyCost returns the LLM cost (USD) an organisation has run up this calendar month
-// (UTC), from the usage ledger.
+// (UTC): one row of org_monthly_usage, whose cost_usd the router's ledger mover adds each
+// ledger row's cost to as it writes the row (the sum of the month's usage_ledger rows).
 func MonthlyCost(ctx context.Context, db DB, orgID string, now time.Time) (float64, error) {
 	var cost float64
-	err := db.QueryRow(ctx, `SELECT COALESCE(sum(cost_usd), 0)::float8 FROM usage_ledger
-		WHERE org_id = $1 AND created_at >= $2 AND created_at < $2::date + interval '1 month'`,
+	err := db.QueryRow(ctx, `SELECT COALESCE(sum(cost_usd), 0)::float8 FROM org_monthly_usage WHERE org_id = $1 AND month = $2`,
 		orgID, monthStart(now)).Scan(&cost)
 	if err != nil {
 		return 0, fmt.Errorf("reading monthly cost: %w", err)

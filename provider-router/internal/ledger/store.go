@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard-ai/switchyard/shared/monthusage"
 )
 
 // insertSQL writes a batch of entries in one statement: rows whose call key is already in
@@ -30,13 +32,9 @@ WITH ins AS (
         cost_usd = EXCLUDED.cost_usd, latency_ms = EXCLUDED.latency_ms, queue_wait_ms = EXCLUDED.queue_wait_ms,
         outcome = EXCLUDED.outcome
         WHERE usage_ledger.outcome = 'unknown' AND EXCLUDED.outcome = 'answered'
-    RETURNING org_id, created_at, tokens_in + tokens_out AS tokens, cost_usd
+    ` + monthusage.ReturningSQL + `
 ), months AS (
-    INSERT INTO org_monthly_usage (org_id, month, tokens, cost_usd)
-    SELECT org_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, sum(tokens), sum(cost_usd)
-    FROM ins GROUP BY 1, 2
-    ON CONFLICT (org_id, month) DO UPDATE SET tokens = org_monthly_usage.tokens + EXCLUDED.tokens,
-        cost_usd = org_monthly_usage.cost_usd + EXCLUDED.cost_usd
+    ` + monthusage.AddSQL + `
 )
 SELECT count(*) FROM ins`
 
