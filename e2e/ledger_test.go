@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,6 +49,7 @@ func TestRouterSIGKILLAfterAnswerKeepsLedgerEntries(t *testing.T) {
 	b.start("provider-router")
 	waitFor(t, 30*time.Second, "every answered call's ledger row", func() bool { return rows() >= calls })
 	require.Equal(t, calls, rows(), "one row per call")
+	b.requireCountersMatchLedger(t)
 }
 
 // TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall kills the router at the one
@@ -151,6 +153,7 @@ func TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall(t *testing.T) {
 	waitFor(t, 15*time.Second, "both calls in the ledger", func() bool { return b.ledgerRows(t, jobID) >= 2 })
 	require.Equal(t, map[string]int{"answered": 1, "unknown": 1}, rows(),
 		"the retry's call answered, the cut-off call recorded with its outcome unknown")
+	b.requireCountersMatchLedger(t)
 }
 
 // TestLLMCallInFlightAtExecutorSIGKILLIsPaidOnce kills the executor while its LLM call is
@@ -180,4 +183,33 @@ func (b *execBundle) ledgerRows(t *testing.T, runID string) int {
 	require.NoError(t, b.pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM usage_ledger WHERE run_id = $1`, runID).Scan(&n))
 	return n
+}
+
+// requireCountersMatchLedger checks the organisation's monthly counters (org_monthly_usage,
+// what the dispatcher's quota and cost budget checks read) against its ledger rows, month by
+// month: the same tokens and the same cost to the last digit — nothing added twice by a
+// re-delivered entry, nothing lost with a killed router — and some cost to compare.
+func (b *execBundle) requireCountersMatchLedger(t *testing.T) {
+	t.Helper()
+	type month struct {
+		Month  string
+		Tokens int64
+		Cost   string
+	}
+	read := func(sql string) []month {
+		rs, err := b.pool.Query(context.Background(), sql, b.orgID)
+		require.NoError(t, err)
+		ms, err := pgx.CollectRows(rs, pgx.RowToStructByPos[month])
+		require.NoError(t, err)
+		return ms
+	}
+	ledger := read(`SELECT date_trunc('month', created_at AT TIME ZONE 'UTC')::date::text, sum(tokens_in + tokens_out)::bigint,
+		sum(cost_usd)::numeric(20, 8)::text FROM usage_ledger WHERE org_id = $1 GROUP BY 1 ORDER BY 1`)
+	counters := read(`SELECT month::text, tokens, cost_usd::text FROM org_monthly_usage
+		WHERE org_id = $1 AND (tokens > 0 OR cost_usd > 0) ORDER BY 1`)
+	require.Equal(t, ledger, counters, "the monthly counters are the sums of the ledger rows")
+	require.NotEmpty(t, ledger)
+	for _, m := range ledger {
+		require.NotEqual(t, "0.00000000", m.Cost, "the calls cost something: %+v", m)
+	}
 }
