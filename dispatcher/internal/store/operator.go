@@ -176,13 +176,15 @@ func OrgAudit(ctx context.Context, db DB, orgID string, limit int) ([]OrgAuditEn
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[OrgAuditEntry])
 }
 
+// MonthlyCostSQL reads an organisation's ($1) cost of a month ($2, its first day).
+const MonthlyCostSQL = `SELECT COALESCE(sum(cost_usd), 0)::float8 FROM org_monthly_usage WHERE org_id = $1 AND month = $2`
+
 // MonthlyCost returns the LLM cost (USD) an organisation has run up this calendar month
 // (UTC): one row of org_monthly_usage, whose cost_usd the router's ledger mover adds each
 // ledger row's cost to as it writes the row (the sum of the month's usage_ledger rows).
 func MonthlyCost(ctx context.Context, db DB, orgID string, now time.Time) (float64, error) {
 	var cost float64
-	err := db.QueryRow(ctx, `SELECT COALESCE(sum(cost_usd), 0)::float8 FROM org_monthly_usage WHERE org_id = $1 AND month = $2`,
-		orgID, monthStart(now)).Scan(&cost)
+	err := db.QueryRow(ctx, MonthlyCostSQL, orgID, monthStart(now)).Scan(&cost)
 	if err != nil {
 		return 0, fmt.Errorf("reading monthly cost: %w", err)
 	}
