@@ -48,6 +48,10 @@ type Report struct {
 	// minus the answered rows minus the cut-off calls the provider did serve (DupCutOff);
 	// LedgerExtra the answered rows beyond the calls served.
 	LedgerRows, LedgerUnknown, LedgerMissing, LedgerExtra int64
+	// CountersOff is the (organisation, month) pairs whose monthly counters
+	// (org_monthly_usage: the token quota's and the cost budget's) disagree with the sum of
+	// their ledger rows: a row counted twice or not at all.
+	CountersOff int
 
 	// ToolRequests and ToolExecutions are create_ticket requests and tickets created;
 	// ToolResent the requests that repeated a key (answered from the first ticket, no
@@ -73,7 +77,7 @@ type Report struct {
 // run may fail (and say why) when a fault outlasts its retries.
 func (r Report) OK() bool {
 	return len(r.Lost) == 0 && r.DupProvider == r.DupCutOff && r.DupTool == 0 && r.LedgerMissing == 0 &&
-		r.LedgerExtra == 0 && r.DupSteps == 0
+		r.LedgerExtra == 0 && r.DupSteps == 0 && r.CountersOff == 0
 }
 
 type simStats struct {
@@ -198,6 +202,15 @@ func (ph *phase) account(ctx context.Context, runs map[string]runState) (Report,
 	}
 	r.LedgerMissing = max(0, r.Served-r.LedgerRows-r.DupCutOff)
 	r.LedgerExtra = max(0, r.LedgerRows-r.Served)
+	if err := ph.p.DB.QueryRow(ctx, `SELECT count(*) FROM (
+			SELECT org_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month,
+				sum(tokens_in + tokens_out) AS tokens, sum(cost_usd) AS cost
+			FROM usage_ledger GROUP BY 1, 2) l
+		FULL JOIN org_monthly_usage o ON o.org_id = l.org_id AND o.month = l.month
+		WHERE coalesce(l.tokens, 0) <> coalesce(o.tokens, 0) OR coalesce(l.cost, 0) <> coalesce(o.cost_usd, 0)`).
+		Scan(&r.CountersOff); err != nil {
+		return r, fmt.Errorf("checking the monthly counters against the ledger: %w", err)
+	}
 
 	var tool toolStats
 	if err := harness.JSON(ctx, http.MethodGet, ph.p.ToolURL+"/stats", nil, nil, &tool); err != nil {
@@ -320,6 +333,9 @@ func Print(w io.Writer, reports []Report) {
 		if r.LedgerMissing > 0 || r.LedgerExtra > 0 {
 			add("usage ledger: %d answered rows and %d cut off for %d calls served (runs count %d journaled calls)",
 				r.LedgerRows, r.LedgerUnknown, r.Served, r.LLMCalls)
+		}
+		if r.CountersOff > 0 {
+			add("monthly counters (org_monthly_usage) off the sum of their ledger rows: %d organisation-months", r.CountersOff)
 		}
 		if r.DupTool > 0 || r.ToolResent > 0 || r.ToolWithoutKey > 0 || r.ToolUnknown > 0 {
 			add("create_ticket: %d requests, %d tickets created, %d created twice, %d re-sent keys, %d without a key, "+
