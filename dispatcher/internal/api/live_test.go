@@ -160,6 +160,10 @@ func TestMetrics(t *testing.T) {
 	require.Contains(t, m, `switchyard_queue_depth{priority="normal",queue="default",state="pending"} 1`)
 	require.Contains(t, m, `switchyard_queue_depth{priority="high",queue="default",state="pending"} 0`)
 	require.Contains(t, m, `switchyard_queue_oldest_pending_age_seconds{priority="normal",queue="default"}`)
+	// The coordinator's queues are reported whether or not they ever held a task.
+	require.Regexp(t, `switchyard_coordinator_queue_depth\{queue="coordinator_starts",state="pending"\} \d+\n`, m)
+	require.Regexp(t, `switchyard_coordinator_queue_depth\{queue="coordinator",state="active"\} \d+\n`, m)
+	require.Contains(t, m, `switchyard_coordinator_oldest_pending_age_seconds{queue="coordinator_starts"}`)
 	require.Contains(t, m, "switchyard_stream_clients 1")
 	require.Contains(t, m, "switchyard_stream_dropped_clients_total 0")
 	require.Contains(t, m, "switchyard_stream_redis_subscriptions 1")

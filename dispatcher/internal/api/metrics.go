@@ -117,11 +117,21 @@ var (
 	queueAgeDesc = prometheus.NewDesc("switchyard_queue_oldest_pending_age_seconds",
 		"Age of the oldest pending task of a named queue's priority tier (0 when none waits).",
 		[]string{"queue", "priority"}, nil)
+
+	coordinatorDepthDesc = prometheus.NewDesc("switchyard_coordinator_queue_depth",
+		"Tasks in the chain coordinator's queues, by state: coordinator_starts holds the chains waiting to "+
+			"start (docs/chains.md \"Admission\"), coordinator the step ends and deadlines.",
+		[]string{"queue", "state"}, nil)
+	coordinatorAgeDesc = prometheus.NewDesc("switchyard_coordinator_oldest_pending_age_seconds",
+		"Age of the oldest pending task of a coordinator queue (0 when none waits).",
+		[]string{"queue"}, nil)
 )
 
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueDepthDesc
 	ch <- queueAgeDesc
+	ch <- coordinatorDepthDesc
+	ch <- coordinatorAgeDesc
 }
 
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
@@ -137,6 +147,21 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		q.db.Log.Warn("metrics_queue_list_failed", "error", err)
 		return
+	}
+	for _, name := range []string{queue.Coordinator, queue.CoordinatorStarts} {
+		var info asynq.QueueInfo
+		if slices.Contains(known, name) {
+			i, err := q.inspector.GetQueueInfo(name)
+			if err != nil {
+				q.db.Log.Warn("metrics_queue_info_failed", "queue", name, "error", err)
+				continue
+			}
+			info = *i
+		}
+		for state, v := range map[string]int{"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled, "retry": info.Retry} {
+			ch <- prometheus.MustNewConstMetric(coordinatorDepthDesc, prometheus.GaugeValue, float64(v), name, state)
+		}
+		ch <- prometheus.MustNewConstMetric(coordinatorAgeDesc, prometheus.GaugeValue, info.Latency.Seconds(), name)
 	}
 	for _, x := range qs {
 		name := x.Name
