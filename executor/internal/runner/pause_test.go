@@ -80,3 +80,44 @@ func TestPausedRunRejected(t *testing.T) {
 	require.Zero(t, ct.count())
 	require.Equal(t, 1, b.router.count("iter/1/llm"))
 }
+
+// The pause and its announcement are one write: when the events cannot be written the run
+// is not paused either (it stays running and the task's retry pauses it again), and a run
+// seen pending_review always has its job:held — never a pause nobody was told of.
+func TestPauseIsWrittenWithItsEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, map[string]openai.ChatCompletionMessage{"iter/1/llm": callTool("c1", "refund", `{"amount":12}`)})
+	ct := newCountingTool(t)
+	ct.register(t, b, tool.Tool{Name: "refund", SideEffecting: true, RequiresApproval: true})
+	runID := b.newRun(t, skill.Skill{JobType: "refund", ExecutionType: "tool_using", MaxTokens: 16,
+		Tools: []string{"refund"}, MaxIterations: 3})
+	ctx := context.Background()
+
+	// Postgres refuses the run's pause events (a constraint a write can break: the events'
+	// statement fails while the run's own row could be written).
+	_, err := b.pool.Exec(ctx, `CREATE FUNCTION refuse_held() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.type = 'job:held' THEN RAISE EXCEPTION 'refused for the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_held BEFORE INSERT ON run_events FOR EACH ROW EXECUTE FUNCTION refuse_held()`)
+	require.NoError(t, err)
+	require.Error(t, b.handle(ctx, runID), "the pause could not be written")
+	rr := b.run(t, runID)
+	require.Equal(t, "running", rr.Status, "paused without its events")
+	require.Empty(t, rr.HoldReasons)
+	require.NotContains(t, b.events(t, runID), "job:held")
+
+	_, err = b.pool.Exec(ctx, `DROP TRIGGER refuse_held ON run_events`)
+	require.NoError(t, err)
+	require.NoError(t, b.handle(ctx, runID))
+	rr = b.run(t, runID)
+	require.Equal(t, "pending_review", rr.Status)
+	require.Len(t, rr.HoldReasons, 1)
+	held := 0
+	for _, typ := range b.events(t, runID) {
+		if typ == "job:held" {
+			held++
+		}
+	}
+	require.Equal(t, 1, held)
+	require.Equal(t, 1, b.router.count("iter/1/llm"), "the retry replayed the answer")
+	require.Zero(t, ct.count())
+}

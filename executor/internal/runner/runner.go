@@ -282,22 +282,45 @@ func (x *execution) pause(ctx context.Context, held []tier.Held, why map[string]
 	// never got this far, and a missing one has no timeout.
 	cfg, _ := skill.ParseAutonomous(x.skill.Autonomous, x.skill.Tools)
 	pause := runstore.Change{ApprovalTimeout: cfg.ApprovalTimeoutDuration()}
-	err := x.runs().InTx(ctx, func(tx *runstore.Store) error {
-		if _, err := tx.Transition(ctx, x.run.ID, []run.Status{run.Running}, run.PendingReview, pause); err != nil {
-			return err
-		}
-		return tx.AddHoldReasons(ctx, x.run.ID, reasons)
-	})
-	if err != nil {
-		return fmt.Errorf("pausing run for approval: %w", err)
-	}
-	x.Event(ctx, event.JobHeld, map[string]any{"status": run.PendingReview, "reason": apierr.CodeToolRequiresApproval,
-		"tools": held})
+	// The events that tell reviewers and the UI are written in the same transaction: a
+	// reader who sees the run pending_review finds its job:held, and no crash leaves the
+	// pause unannounced.
 	review := map[string]any{"status": run.PendingReview, "tools": held}
 	for k, v := range why {
 		review[k] = v
 	}
-	x.Event(ctx, event.JobPendingReview, review)
+	var drafts []event.Draft
+	for _, e := range []struct {
+		typ  string
+		data any
+	}{{event.JobHeld, map[string]any{"status": run.PendingReview, "reason": apierr.CodeToolRequiresApproval,
+		"tools": held}}, {event.JobPendingReview, review}} {
+		d, err := event.NewDraft(e.typ, e.data)
+		if err != nil {
+			return fmt.Errorf("pausing run for approval: %w", err)
+		}
+		drafts = append(drafts, d)
+	}
+	var envs []event.Envelope
+	x.buf.writing.Lock()
+	err := x.runs().InTx(ctx, func(tx *runstore.Store) error {
+		if _, err := tx.Transition(ctx, x.run.ID, []run.Status{run.Running}, run.PendingReview, pause); err != nil {
+			return err
+		}
+		if err := tx.AddHoldReasons(ctx, x.run.ID, reasons); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		envs = runstore.QueueEvents(b, x.run.ID, x.run.OrgID, drafts)
+		return tx.SendBatch(ctx, b)
+	})
+	x.buf.writing.Unlock()
+	if err != nil {
+		return fmt.Errorf("pausing run for approval: %w", err)
+	}
+	if err := x.Events.Publish(ctx, envs...); err != nil {
+		x.log.Warn("publishing events", "error", err)
+	}
 	x.flush(ctx)
 	x.Metrics.Paused(x.run.ExecutionType)
 	x.log.Info("run paused for approval of tool calls", "tools", len(held))
