@@ -160,3 +160,33 @@ func (s *Store) LastEventData(ctx context.Context, runID, typ string) (json.RawM
 	}
 	return raw, err
 }
+
+// Announced returns which announcements the run's events hold already: for each event of
+// one of types, its type and the journal step key of the answer it announces (data's
+// "announces"), as "<type> <step>". unkeyed is true when one of them carries no key (it was
+// written before announcements carried one), so that which answers it announced is unknown.
+func (s *Store) Announced(ctx context.Context, runID string, types []string) (keys map[string]bool, unkeyed bool, err error) {
+	rows, err := s.db.Query(ctx, announcedSQL, runID, types)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the announcements of run %s: %w", runID, err)
+	}
+	keys = map[string]bool{}
+	var typ string
+	var step *string
+	_, err = pgx.ForEachRow(rows, []any{&typ, &step}, func() error {
+		if step == nil {
+			unkeyed = true
+		} else {
+			keys[AnnouncementKey(typ, *step)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the announcements of run %s: %w", runID, err)
+	}
+	return keys, unkeyed, nil
+}
+
+// AnnouncementKey is how Announced names the announcement of type typ of the answer
+// journaled under step.
+func AnnouncementKey(typ, step string) string { return typ + " " + step }

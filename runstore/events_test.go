@@ -79,3 +79,40 @@ func TestQueueRecordAll(t *testing.T) {
 		require.Zero(t, b.Len())
 	})
 }
+
+// Announced answers the keys of the run's announcements of the types asked, and says when
+// one carries none (written before announcements carried a key); another run's do not count.
+func TestAnnounced(t *testing.T) {
+	t.Parallel()
+	_, pool := testkit.DB(t)
+	ctx := context.Background()
+	s := runstore.New(pool)
+	types := []string{event.JobPlanCreated, event.JobThinking}
+	runID, orgID := testkit.NewRun(t, pool, "running")
+	other, otherOrg := testkit.NewRun(t, pool, "running")
+
+	keys, unkeyed, err := s.Announced(ctx, runID, types)
+	require.NoError(t, err)
+	require.Empty(t, keys)
+	require.False(t, unkeyed)
+
+	b := &pgx.Batch{}
+	runstore.QueueEvents(b, runID, orgID, drafts(t,
+		event.JobPlanCreated, map[string]any{"plan": 1, "announces": "plan/1/try/2"},
+		event.JobThinking, map[string]any{"phase": "plan", "announces": "plan/1/try/2"},
+		event.JobProgress, map[string]any{"announces": "not an announcement type"},
+		event.JobThinking, map[string]any{"phase": "reflection", "announces": "agent/2/reflect/1/try/1"}))
+	runstore.QueueEvents(b, other, otherOrg, drafts(t, event.JobPlanCreated, map[string]any{"plan": 1}))
+	require.NoError(t, pool.SendBatch(ctx, b).Close())
+
+	keys, unkeyed, err = s.Announced(ctx, runID, types)
+	require.NoError(t, err)
+	require.False(t, unkeyed)
+	require.Equal(t, map[string]bool{"job:plan_created plan/1/try/2": true, "job:thinking plan/1/try/2": true,
+		"job:thinking agent/2/reflect/1/try/1": true}, keys)
+
+	keys, unkeyed, err = s.Announced(ctx, other, types)
+	require.NoError(t, err)
+	require.True(t, unkeyed, "an announcement without a key")
+	require.Empty(t, keys)
+}

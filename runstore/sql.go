@@ -12,6 +12,9 @@ var (
 	//go:embed sql/add_hold_reasons.sql
 	addHoldReasonsSQL string
 
+	//go:embed sql/announced.sql
+	announcedSQL string
+
 	//go:embed sql/append_journal.sql
 	appendJournalSQL string
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
@@ -145,4 +146,82 @@ func TestAutonomousRunResumesFromSnapshot(t *testing.T) {
 	require.Len(t, out["steps"], 3)
 	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM spans WHERE run_id = $1 AND type = 'chain_step'`, runID),
 		"one span per step")
+}
+
+// An autonomous run whose first attempt ends after journaling its plan but before the
+// plan's announcements reached the run's events (the write carrying them is lost, as when
+// the executor is killed before its flush) announces the plan on its next attempt, which
+// replays it; one whose announcements were written does not announce them again. Either
+// way the run's events hold each announcement once, naming the answer it announces. A run
+// whose announcements were written by an executor from before they named their answer
+// keeps that executor's rule: a replayed answer is not announced again.
+func TestAutonomousAnnouncesEachAnswerOnce(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name         string
+		lost, legacy bool
+	}{{"announcements lost with the first attempt", true, false}, {"announcements written by the first attempt", false, false},
+		{"announcements written without their key", false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, map[string]openai.ChatCompletionMessage{
+				"plan/1/try/1": agentAnswer(map[string]any{"reasoning": "one step will do", "steps": []any{map[string]any{
+					"step_id": "s1", "description": "do s1", "execution_type": "llm_only", "success_criteria": []string{"done"}}}}),
+				"exec/1/llm":      text("one"),
+				"reflect/1/try/1": agentAnswer(map[string]any{"verdict": "pass", "reasoning": "it is done", "summary": "one"}),
+				"eval/try/1":      agentAnswer(map[string]any{"goal_achieved": true, "reasoning": "all done", "answer": "one"}),
+			})
+			runID := b.newRun(t, skill.Skill{JobType: "agent", ExecutionType: "autonomous", MaxTokens: 64, MaxIterations: 3,
+				Autonomous: json.RawMessage(`{}`)})
+			ctx := context.Background()
+			if c.lost {
+				// Postgres refuses the run's plan announcement: the write of the events
+				// buffered since the plan was journaled (before the step's router call) fails
+				// for its data, is not retried, and is gone.
+				_, err := b.pool.Exec(ctx, `CREATE FUNCTION refuse_announcement() RETURNS trigger LANGUAGE plpgsql AS $$
+					BEGIN RAISE EXCEPTION 'refused'; END $$;
+					CREATE TRIGGER refuse_announcement BEFORE INSERT ON run_events FOR EACH ROW
+					WHEN (NEW.type = 'job:plan_created' AND NEW.run_id = '`+runID+`') EXECUTE FUNCTION refuse_announcement()`)
+				require.NoError(t, err)
+			}
+			b.router.fail("exec/1/llm", providerUnavailable())
+			require.Error(t, b.handle(withDelivery(ctx, 0, 3), runID), "the step's router call failed: retried")
+			require.Equal(t, 1, b.router.count("plan/1/try/1"))
+			planned := 1
+			if c.lost {
+				planned = 0
+				_, err := b.pool.Exec(ctx, `DROP TRIGGER refuse_announcement ON run_events`)
+				require.NoError(t, err)
+			}
+			require.Equal(t, planned, b.count(t, `SELECT count(*) FROM run_events WHERE run_id = $1
+				AND type = 'job:plan_created'`, runID))
+			plan := "plan/1/try/1"
+			if c.legacy {
+				_, err := b.pool.Exec(ctx, `UPDATE run_events SET data = data - 'announces' WHERE run_id = $1`, runID)
+				require.NoError(t, err)
+				plan = "-"
+			}
+
+			require.NoError(t, b.handle(withDelivery(ctx, 1, 3), runID))
+			require.Equal(t, "completed", b.run(t, runID).Status)
+			require.Equal(t, 1, b.router.count("plan/1/try/1"), "the plan was replayed")
+			rows, err := b.pool.Query(ctx, `SELECT type || ' ' || coalesce(data->>'phase', '') || ' ' ||
+				coalesce(data->>'announces', '-'), count(*) FROM run_events
+				WHERE run_id = $1 AND type IN ('job:plan_created', 'job:reflection', 'job:plan_adjusted', 'job:thinking')
+				GROUP BY 1`, runID)
+			require.NoError(t, err)
+			got := map[string]int{}
+			var k string
+			var n int
+			_, err = pgx.ForEachRow(rows, []any{&k, &n}, func() error { got[k] = n; return nil })
+			require.NoError(t, err)
+			require.Equal(t, map[string]int{
+				"job:plan_created  " + plan:               1,
+				"job:thinking plan " + plan:               1,
+				"job:reflection  reflect/1/try/1":         1,
+				"job:thinking reflection reflect/1/try/1": 1,
+				"job:thinking evaluation eval/try/1":      1,
+			}, got)
+		})
+	}
 }

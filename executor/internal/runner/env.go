@@ -284,6 +284,44 @@ type writeBuffer struct {
 	writing sync.Mutex
 }
 
+// An execution knows which announcements of the autonomous tier a run's events hold.
+var _ tier.Announcements = (*execution)(nil)
+
+// announced is what an attempt read of the announcements its run's events held (Announced):
+// read once, when a replayed answer is first about to be announced.
+type announced struct {
+	mu     sync.Mutex
+	loaded bool
+	keys   map[string]bool
+	// unkeyed: an announcement without a key (written before they carried one) is among
+	// them; which answers were announced is then unknown.
+	unkeyed bool
+}
+
+// Announced implements tier.Announcements. The run's announcements are read once per
+// attempt, at the first replayed answer that would announce; an announcement written
+// since is this attempt's own, of an answer it got fresh or one it decided on here, and
+// each is decided once. A run with an announcement that carries no key (written by an
+// executor from before announcements carried one) keeps that executor's rule: a replayed
+// answer was announced by the attempt that got it. A failed read is tried again at the next
+// announcement, and meanwhile reports false: a duplicate announcement is recognisable by
+// its key, a lost one is not.
+func (x *execution) Announced(ctx context.Context, typ, step string) bool {
+	a := &x.announced
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.loaded {
+		keys, unkeyed, err := x.runs().Announced(ctx, x.run.ID, tier.AnnouncementTypes)
+		if err != nil {
+			x.log.Warn("reading the run's announcements; a replayed answer is announced again", "step", step,
+				"type", typ, "error", err)
+			return false
+		}
+		a.loaded, a.keys, a.unkeyed = true, keys, unkeyed
+	}
+	return a.unkeyed || a.keys[runstore.AnnouncementKey(typ, step)]
+}
+
 // An execution keeps the snapshots of the autonomous tier.
 var _ tier.Snapshots = (*execution)(nil)
 

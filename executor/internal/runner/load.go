@@ -45,6 +45,10 @@ type (
 		ListSpans(ctx context.Context, orgID, runID string) ([]span.Span, error)
 		AbandonSpans(ctx context.Context, orgID, runID string, attempt int) ([]span.Span, error)
 	}
+	// eventReader reads back which announcements earlier attempts wrote (tier.Announcements).
+	eventReader interface {
+		Announced(ctx context.Context, runID string, types []string) (map[string]bool, bool, error)
+	}
 	// chainReader reads what remains of a step run's chain.
 	chainReader interface {
 		PendingSteps(ctx context.Context, chainID string) (int, error)
@@ -55,6 +59,7 @@ type (
 		runWriter
 		replayJournal
 		spanReader
+		eventReader
 		chainReader
 	}
 )

@@ -193,6 +193,8 @@ type execution struct {
 	skill   skill.Skill
 	buf     writeBuffer
 	spans   stepSpans
+	// announced is what the attempt read of its run's announcements (Announced).
+	announced announced
 }
 
 func (x *execution) execute(ctx context.Context) error {

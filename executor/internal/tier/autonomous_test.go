@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +30,19 @@ type journal struct {
 	// written counts the fresh entries; the write after crashAt of them fails once, as a
 	// process killed right after its journal write (0: never).
 	written, crashAt int
+	// announced counts the announcements the run's events hold, by "<type> <announces>".
+	// An Env writes its events when it is about to make a fresh call (as the runner flushes
+	// before every router and tool call) and when the test ends its attempt (flush).
+	// loseEvents makes the crash kill the process before that write, so the events emitted
+	// since the last fresh entry (the announcements of its answer) are lost; without it
+	// the process dies after the write, during the call.
+	announced  map[string]int
+	loseEvents bool
 }
 
-func newJournal() *journal { return &journal{entries: map[string]any{}, asked: map[string]int{}} }
+func newJournal() *journal {
+	return &journal{entries: map[string]any{}, asked: map[string]int{}, announced: map[string]int{}}
+}
 
 var errCrash = errors.New("crashed")
 
@@ -48,6 +59,45 @@ type agentEnv struct {
 	recorder
 	mu       sync.Mutex
 	requests map[string]openai.ChatCompletionRequest
+	// pending are the announcements emitted and not yet written (journal.announced).
+	pending []string
+}
+
+// Event records the event, and keeps an announcement for the next write of the events.
+func (e *agentEnv) Event(ctx context.Context, typ string, data any) {
+	e.recorder.Event(ctx, typ, data)
+	if !slices.Contains(AnnouncementTypes, typ) {
+		return
+	}
+	m, _ := data.(map[string]any)
+	step, _ := m["announces"].(string)
+	e.mu.Lock()
+	e.pending = append(e.pending, typ+" "+step)
+	e.mu.Unlock()
+}
+
+// Announced implements Announcements from the announcements written.
+func (e *agentEnv) Announced(_ context.Context, typ, step string) bool {
+	e.j.mu.Lock()
+	defer e.j.mu.Unlock()
+	return e.j.announced[typ+" "+step] > 0
+}
+
+// flush writes the pending announcements; e.j.mu held.
+func (e *agentEnv) flushLocked() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, k := range e.pending {
+		e.j.announced[k]++
+	}
+	e.pending = nil
+}
+
+// flush writes the pending announcements, as the runner does when an attempt ends.
+func (e *agentEnv) flush() {
+	e.j.mu.Lock()
+	defer e.j.mu.Unlock()
+	e.flushLocked()
 }
 
 func (e *agentEnv) write(step string, v any, fresh func() (any, error)) (any, error) {
@@ -58,8 +108,12 @@ func (e *agentEnv) write(step string, v any, fresh func() (any, error)) (any, er
 	}
 	if e.j.crashAt > 0 && e.j.written == e.j.crashAt {
 		e.j.crashAt = 0
+		if !e.j.loseEvents {
+			e.flushLocked()
+		}
 		return nil, errCrash
 	}
+	e.flushLocked()
 	v, err := fresh()
 	if err != nil {
 		return nil, err
@@ -254,7 +308,7 @@ func TestAutonomousVerdicts(t *testing.T) {
 			require.Equal(t, []string{"job:plan_created", "job:progress", "job:reflection", "job:thinking",
 				"job:reflection", "job:thinking", "job:thinking"}, env.events)
 			require.Equal(t, map[string]any{"jobId": "run", "phase": "reflection", "agent_step": float64(1),
-				"reasoning": "a returned what s1 needs"}, env.eventsOf["job:thinking"][0])
+				"reasoning": "a returned what s1 needs", "announces": "reflect/1/try/1"}, env.eventsOf["job:thinking"][0])
 		},
 	}, {
 		name: "adjust replaces the remaining steps",
@@ -466,13 +520,10 @@ func TestAutonomousApprovalGate(t *testing.T) {
 	}
 }
 
-// TestAutonomousResumesWithoutAskingTwice kills the agent after each journal entry of a run
-// that goes through every phase (a retried plan, a tool step, an adjustment, a replan, an
-// approval), resumes it on the same journal, and checks that the resumed run ends as an
-// uninterrupted one does, having asked every LLM call and tool call exactly once.
-func TestAutonomousResumesWithoutAskingTwice(t *testing.T) {
-	t.Parallel()
-	script := map[string]openai.ChatCompletionMessage{
+// everyPhase is the script of a run that goes through every phase: a retried plan, a tool
+// step, an adjustment, a gated call (exec/2/iter/1/approval), a replan, the evaluation.
+func everyPhase() map[string]openai.ChatCompletionMessage {
+	return map[string]openai.ChatCompletionMessage{
 		"plan/1/try/1":      text("not a plan"),
 		"plan/1/try/2":      planMsg(st{id: "s1", typ: "tool_using", tools: []string{"a"}}, st{id: "s2", typ: "llm_only"}),
 		"exec/1/iter/1/llm": callMsg("c1", "a"),
@@ -486,6 +537,15 @@ func TestAutonomousResumesWithoutAskingTwice(t *testing.T) {
 		"reflect/3/try/1":   verdict("pass", "done"),
 		"eval/try/1":        evalMsg(true),
 	}
+}
+
+// TestAutonomousResumesWithoutAskingTwice kills the agent after each journal entry of a run
+// that goes through every phase (a retried plan, a tool step, an adjustment, a replan, an
+// approval), resumes it on the same journal, and checks that the resumed run ends as an
+// uninterrupted one does, having asked every LLM call and tool call exactly once.
+func TestAutonomousResumesWithoutAskingTwice(t *testing.T) {
+	t.Parallel()
+	script := everyPhase()
 	approve := func(env *agentEnv) { env.reviews["exec/2/iter/1/approval"] = Review{Decision: Approved} }
 
 	// The uninterrupted run (approved before it asks, so it pauses once and resumes).

@@ -2,7 +2,8 @@ package tier
 
 import (
 	"context"
-	"sync/atomic"
+	"slices"
+	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -16,9 +17,14 @@ import (
 // entries and step spans under prefix ("" for the execute pattern, whose keys are those of
 // every run before patterns existed, so runs in flight still resume; "agent/<i>/" for the
 // i-th agent of a pattern), so that agents of one run never share a key; it tags the
-// agent's events with agent (0: none); and it drops the events that announce an answer
-// (job:plan_created, job:reflection, job:plan_adjusted, job:thinking) when that answer was
-// replayed from the journal — the attempt that got it announced it.
+// agent's events with agent (0: none); and it makes each announcement of an answer
+// (job:plan_created, job:reflection, job:plan_adjusted, job:thinking) reach the run's
+// events once across attempts. An announcement carries the journal step key of the answer
+// it announces (data's "announces", with the prefix). A fresh answer is always announced;
+// one replayed from the journal is announced only when the run's events lack its
+// announcement (Announcements), as when the attempt that got the answer was killed before
+// its events were written. Under an Env that cannot tell, a replayed answer is not
+// announced again.
 //
 // One scoped serves one agent, whose phases run one after the other: the announcement
 // that follows an answer is the next event the agent emits after its Chat.
@@ -26,18 +32,32 @@ type scoped struct {
 	Env
 	prefix string
 	agent  int
-	// replayed says whether the agent's latest answer came from the journal.
-	replayed atomic.Bool
+
+	mu sync.Mutex
+	// latest is the journal step key of the agent's latest answer, replayed whether it
+	// came from the journal.
+	latest   string
+	replayed bool
 }
 
-// announcements are the events a replayed answer does not emit again.
-var announcements = map[string]bool{event.JobPlanCreated: true, event.JobReflection: true,
-	event.JobPlanAdjusted: true, event.JobThinking: true}
+// Announcements is what an Env offers when it can say which announcements the run's events
+// hold already. It is optional (see scoped).
+type Announcements interface {
+	// Announced reports whether the run's events hold an event of type typ announcing the
+	// answer journaled under step. When it cannot tell (its read failed), it reports false:
+	// an announcement written twice is recognisable by its key, one never written is lost.
+	Announced(ctx context.Context, typ, step string) bool
+}
+
+// AnnouncementTypes are the events that announce an answer.
+var AnnouncementTypes = []string{event.JobPlanCreated, event.JobReflection, event.JobPlanAdjusted, event.JobThinking}
 
 func (s *scoped) Chat(ctx context.Context, step, parentSpanID string, req openai.ChatCompletionRequest) (*routerclient.Answer, error) {
 	ans, err := s.Env.Chat(ctx, s.prefix+step, parentSpanID, req)
 	if err == nil {
-		s.replayed.Store(ans.Replayed)
+		s.mu.Lock()
+		s.latest, s.replayed = s.prefix+step, ans.Replayed
+		s.mu.Unlock()
 	}
 	return ans, err
 }
@@ -55,13 +75,30 @@ func (s *scoped) Approval(ctx context.Context, step string, held []Held) (Review
 }
 
 func (s *scoped) Event(ctx context.Context, typ string, data any) {
-	if announcements[typ] && s.replayed.Load() {
-		return
+	m, _ := data.(map[string]any)
+	if slices.Contains(AnnouncementTypes, typ) {
+		s.mu.Lock()
+		step, replayed := s.latest, s.replayed
+		s.mu.Unlock()
+		if replayed && !s.unannounced(ctx, typ, step) {
+			return
+		}
+		if m != nil && step != "" {
+			m["announces"] = step
+		}
 	}
-	if m, ok := data.(map[string]any); ok && s.agent > 0 {
+	if m != nil && s.agent > 0 {
 		m["agent"] = s.agent
 	}
 	s.Env.Event(ctx, typ, data)
+}
+
+// unannounced reports whether the run's events lack the announcement of type typ of the
+// replayed answer under step; an Env that cannot tell has it announced by the attempt that
+// got the answer.
+func (s *scoped) unannounced(ctx context.Context, typ, step string) bool {
+	a, ok := s.Env.(Announcements)
+	return ok && !a.Announced(ctx, typ, step)
 }
 
 // think emits job:thinking with the reasoning the agent's latest answer gave for phase
