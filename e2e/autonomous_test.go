@@ -121,6 +121,36 @@ func (b *execBundle) eventsOf(t *testing.T, runID, typ string) []map[string]any 
 	return out
 }
 
+// announcements counts the run's announcements (job:plan_created, job:reflection,
+// job:plan_adjusted, job:thinking) by "<type> <announces>", announces being the journal
+// step key of the answer each announces.
+func (b *execBundle) announcements(t *testing.T, runID string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, e := range b.events(t, runID) {
+		switch e["type"] {
+		case "job:plan_created", "job:reflection", "job:plan_adjusted", "job:thinking":
+			step, _ := e["data"].(map[string]any)["announces"].(string)
+			out[e["type"].(string)+" "+step]++
+		}
+	}
+	return out
+}
+
+// requireAnnouncedOnce checks that every announcement of the run was written once and that
+// the plans and reflections announced are those journaled (each of its answers once).
+func (b *execBundle) requireAnnouncedOnce(t *testing.T, runID string, plans, reflections []string) {
+	t.Helper()
+	got := map[string][]string{}
+	for k, n := range b.announcements(t, runID) {
+		require.Equal(t, 1, n, "%s announced %d times", k, n)
+		typ, step, _ := strings.Cut(k, " ")
+		got[typ] = append(got[typ], step)
+	}
+	require.ElementsMatch(t, plans, got["job:plan_created"])
+	require.ElementsMatch(t, reflections, got["job:reflection"])
+}
+
 // spanCounts counts the run's spans by type.
 func (b *execBundle) spanCounts(t *testing.T, runID string) map[string]int {
 	t.Helper()
@@ -241,6 +271,7 @@ func TestAutonomousResumesAfterSIGKILL(t *testing.T) {
 	// replayed answer again either): job:plan_created is the first attempt's alone.
 	require.Len(t, b.eventsOf(t, jobID, "job:plan_created"), 1)
 	require.Len(t, b.eventsOf(t, jobID, "job:reflection"), 3)
+	b.requireAnnouncedOnce(t, jobID, []string{"plan/1/try/1"}, []string{"reflect/1/try/1", "reflect/2/try/1", "reflect/3/try/1"})
 	require.Equal(t, 3, b.snapshotSeq(t, jobID), "the snapshot after the last step")
 }
 

@@ -211,6 +211,8 @@ func TestPatternGateAndSIGKILL(t *testing.T) {
 	require.Equal(t, map[string]int{"plan-a": 1, "plan-b": 1, "step-b": 1, "step-a": 1, "step-ticket": 1, "step-after-tool": 1,
 		"reflection": 3, "evaluate-a": 1, "evaluate-b": 1, "judge": 1}, b.served(t, script), "no journaled call asked twice")
 	require.Len(t, b.eventsOf(t, jobID, "job:plan_created"), 2, "each agent's plan announced once, across attempts")
+	b.requireAnnouncedOnce(t, jobID, []string{"agent/1/plan/1/try/1", "agent/2/plan/1/try/1"},
+		[]string{"agent/1/reflect/1/try/1", "agent/1/reflect/2/try/1", "agent/2/reflect/1/try/1"})
 }
 
 // TestPatternRefusedUpFront: a compete run whose worst case cannot fit its skill's cost
