@@ -76,3 +76,45 @@ func BenchmarkTransition(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnnounced is what a resumed autonomous attempt reads once, at the first replayed
+// answer it could announce: the announcements among a long run's events (1,000 events, of
+// which 100 announcements and 900 job:span events of about 800 bytes each).
+func BenchmarkAnnounced(b *testing.B) {
+	_, pool := testkit.DB(b)
+	ctx := context.Background()
+	runID, orgID := testkit.NewRun(b, pool, "running")
+	var drafts []event.Draft
+	pad := make([]byte, 700)
+	for i := range pad {
+		pad[i] = 'x'
+	}
+	for i := range 1000 {
+		typ, data := event.JobSpan, map[string]any{"id": uuid.NewString(), "attributes": map[string]any{"pad": string(pad)}}
+		if i%10 == 0 {
+			typ, data = event.JobThinking, map[string]any{"phase": "reflection", "reasoning": "ok",
+				"announces": "reflect/" + uuid.NewString() + "/try/1"}
+		}
+		d, err := event.NewDraft(typ, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		drafts = append(drafts, d)
+	}
+	batch := &pgx.Batch{}
+	runstore.QueueEvents(batch, runID, orgID, drafts)
+	if err := pool.SendBatch(ctx, batch).Close(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE run_events`); err != nil {
+		b.Fatal(err)
+	}
+	s := runstore.New(pool)
+	types := []string{event.JobPlanCreated, event.JobReflection, event.JobPlanAdjusted, event.JobThinking}
+	for b.Loop() {
+		keys, _, err := s.Announced(ctx, runID, types)
+		if err != nil || len(keys) != 100 {
+			b.Fatal(len(keys), err)
+		}
+	}
+}
