@@ -99,7 +99,7 @@ func TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall(t *testing.T) {
 		proxy.URL+"/v1", b.orgID)
 	require.NoError(t, err)
 
-	call := func(jobID, prompt string) (int, error) {
+	call := func(jobID, prompt, spanID string) (int, error) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+b.RouterAddr+"/internal/ai/chat",
 			strings.NewReader(`{"max_tokens":20,"messages":[{"role":"user","content":"`+prompt+`"}]}`))
 		require.NoError(t, err)
@@ -109,6 +109,7 @@ func TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall(t *testing.T) {
 		req.Header.Set("X-Org-ID", b.orgID)
 		req.Header.Set("X-Job-ID", jobID)
 		req.Header.Set("X-Step-Key", "llm/1")
+		req.Header.Set("X-Span-ID", spanID)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, err
@@ -118,41 +119,43 @@ func TestRouterSIGKILLBetweenAnswerAndLedgerRecordsTheCall(t *testing.T) {
 	}
 	// The router follows the registry change (pg_notify): wait until calls go through the proxy.
 	waitFor(t, 15*time.Second, "calls through the proxy", func() bool {
-		code, err := call(uuid.NewString(), "Warm up.")
+		code, err := call(uuid.NewString(), "Warm up.", uuid.NewString())
 		return err == nil && code == http.StatusOK && passed.Load() > 0
 	})
 	before := b.simStats(t)
 
-	jobID := uuid.NewString()
-	_, err = call(jobID, "cut me off")
+	// Each call under its own span, as two attempts of the run would make them.
+	jobID, cutSpan, retrySpan := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	_, err = call(jobID, "cut me off", cutSpan)
 	require.Error(t, err, "the router died before answering")
 	require.NoError(t, <-killed)
 	b.start("provider-router")
 
 	// The executor's retry: the same job and step, until the dead router's claim is free.
 	waitFor(t, 30*time.Second, "the retry's answer", func() bool {
-		code, err := call(jobID, "cut me off")
+		code, err := call(jobID, "cut me off", retrySpan)
 		return err == nil && code == http.StatusOK
 	})
 	st := b.simStats(t)
 	require.Equal(t, 2, st.Served-before.Served, "the provider answered the cut-off call and the retry: paid twice")
 
-	rows := func() map[string]int {
-		out := map[string]int{}
-		rs, err := b.pool.Query(ctx, `SELECT outcome FROM usage_ledger WHERE run_id = $1 AND step_key = 'llm/1'`, jobID)
+	rows := func() map[string]string {
+		out := map[string]string{}
+		rs, err := b.pool.Query(ctx, `SELECT outcome, COALESCE(span_id::text, '') FROM usage_ledger
+			WHERE run_id = $1 AND step_key = 'llm/1'`, jobID)
 		require.NoError(t, err)
 		defer rs.Close()
 		for rs.Next() {
-			var o string
-			require.NoError(t, rs.Scan(&o))
-			out[o]++
+			var o, sp string
+			require.NoError(t, rs.Scan(&o, &sp))
+			out[o] += sp
 		}
 		require.NoError(t, rs.Err())
 		return out
 	}
 	waitFor(t, 15*time.Second, "both calls in the ledger", func() bool { return b.ledgerRows(t, jobID) >= 2 })
-	require.Equal(t, map[string]int{"answered": 1, "unknown": 1}, rows(),
-		"the retry's call answered, the cut-off call recorded with its outcome unknown")
+	require.Equal(t, map[string]string{"answered": retrySpan, "unknown": cutSpan}, rows(),
+		"the retry's call answered, the cut-off call recorded with its outcome unknown, each with its own span")
 	b.requireCountersMatchLedger(t)
 }
 
@@ -174,6 +177,17 @@ func TestLLMCallInFlightAtExecutorSIGKILLIsPaidOnce(t *testing.T) {
 	rows := func() int { return b.ledgerRows(t, jobID) }
 	waitFor(t, 10*time.Second, "the call's ledger row", func() bool { return rows() >= 1 })
 	require.Equal(t, 1, rows())
+	// The row names the span of the call that was paid, the killed attempt's, not the span
+	// of the resumed attempt's call, which the router answered from the first.
+	var spans []string
+	var paid string
+	ctx := context.Background()
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(id::text ORDER BY started_at) FROM spans
+		WHERE run_id = $1 AND type = 'llm_call'`, jobID).Scan(&spans))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT COALESCE(span_id::text, '') FROM usage_ledger WHERE run_id = $1`,
+		jobID).Scan(&paid))
+	require.Len(t, spans, 2, "one llm_call span per attempt")
+	require.Equal(t, spans[0], paid)
 }
 
 // ledgerRows counts the usage-ledger rows of a run.

@@ -49,6 +49,10 @@ const (
 	// is answered with the first call's answer instead of being paid again, and the usage
 	// ledger has the one row of the one paid call.
 	HeaderStepKey = "X-Step-Key"
+	// HeaderSpanID is the id of the caller's llm_call span (a UUID) that the call is made
+	// under. The router uses it for nothing but the call's usage-ledger row (span_id), where
+	// the audit export reads it; a value that is not a UUID is refused (400).
+	HeaderSpanID = "X-Span-ID"
 	// HeaderCapacityWait is how long, in milliseconds, the caller will hold its worker
 	// waiting for rate-limit capacity. A call that would wait longer is answered at once
 	// with 429 RATE_LIMIT_WAIT and a time to come back (context retry_after_ms, and

@@ -46,6 +46,9 @@ type Job struct {
 	// attempt of the run: with JobID it names one paid provider call, which the router
 	// answers again from its first answer instead of paying for it twice.
 	StepKey string
+	// SpanID is the id of the llm_call span the call is made under (X-Span-ID): the router
+	// records it with the call's usage-ledger row. Empty sends nothing.
+	SpanID string
 	// ChainPending is, for a chain step, how many of the chain's steps are not yet
 	// dispatched (X-Chain-Pending); 0 sends nothing.
 	ChainPending int
@@ -131,6 +134,7 @@ func (c *Client) post(ctx context.Context, path string, job Job, body []byte) ([
 	setIf(h, aichat.HeaderResidency, job.Residency)
 	setIf(h, aichat.HeaderPriority, job.Priority)
 	setIf(h, aichat.HeaderStepKey, job.StepKey)
+	setIf(h, aichat.HeaderSpanID, job.SpanID)
 	if job.CostCeilingUSD != nil {
 		h.Set(aichat.HeaderCostCeiling, fmt.Sprintf("%g", *job.CostCeilingUSD))
 	}

@@ -86,7 +86,8 @@ func (x *execution) Chat(ctx context.Context, step, parentSpanID string, req ope
 		OrgID: rn.OrgID, JobID: rn.ID, TraceID: rn.TraceID, UserID: rn.UserID, JobType: rn.JobType,
 		ChainID: rn.ChainID, RoutingHint: x.skill.RoutingHint, ModelOverride: x.skill.ModelOverride,
 		Residency: x.skill.DataResidency, Priority: rn.Priority, CostCeilingUSD: rn.CostCeilingUSD,
-		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(), StepKey: step, Provider: x.probedProvider(),
+		QueueWaitMS: queueWait, CapacityWait: x.capacityWait(), StepKey: step, SpanID: sp.ID,
+		Provider: x.probedProvider(),
 	}, req)
 	if err != nil {
 		x.Metrics.LLMCall(errorCode(err), time.Since(started))

@@ -284,6 +284,10 @@ func TestPaidAnswerSurvivesAJournalOutage(t *testing.T) {
 	require.Equal(t, "completed", b.status(t, runID))
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM run_journal WHERE run_id = $1 AND step_key = 'llm/1'`, runID))
 	require.Equal(t, "llm/1", b.router.header("llm/1", aichat.HeaderStepKey))
+	var spanID string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT id::text FROM spans WHERE run_id = $1 AND type = 'llm_call'`, runID).Scan(&spanID))
+	require.Equal(t, spanID, b.router.header("llm/1", aichat.HeaderSpanID), "the call names its llm_call span")
 	require.Equal(t, 1, b.count(t, `SELECT llm_calls FROM runs WHERE id = $1`, runID), "billed once")
 	require.InDelta(t, 0.001, b.run(t, runID).CostUSD, 1e-9)
 	m := scrape(t, b.metrics)

@@ -16,6 +16,8 @@
 // pair's open calls until it stores an answer or releases the claim (it failed); the call
 // that next claims the pair is given the tokens still open — the cut-off calls — to
 // record in the usage ledger as calls of unknown outcome (Result.CutOff, CloseCutOff).
+// A call may label its token (the caller's span id): the label travels with the token, so
+// the call that records a cut-off call knows what the cut-off call was labelled (Label).
 package handoff
 
 import (
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -97,9 +100,14 @@ type Result struct {
 var ErrInFlight = errors.New("the step's call is still in flight")
 
 // Begin returns the pair's answer, or its claim, waiting until until for a call in flight.
-func (s *Store) Begin(ctx context.Context, p Pair, until time.Time) (Result, error) {
+// A label (no spaces; the caller's span id) becomes part of the claim's token, so that it
+// is handed out with the token if the call is cut off (Label).
+func (s *Store) Begin(ctx context.Context, p Pair, until time.Time, label string) (Result, error) {
 	answerKey, claimKey, openKey := keys(p)
 	token := rand.Text()
+	if label != "" {
+		token += labelSep + label
+	}
 	var res Result
 	pause := s.opts.MinPoll
 	for {
@@ -141,6 +149,16 @@ func (s *Store) Begin(ctx context.Context, p Pair, until time.Time) (Result, err
 	}
 }
 
+// labelSep separates a token's random part (base32: A–Z, 2–7) from its label.
+const labelSep = "."
+
+// Label returns the label a token was claimed with (Begin), or "" when it has none (also
+// a token of a router from before labels).
+func Label(token string) string {
+	_, label, _ := strings.Cut(token, labelSep)
+	return label
+}
+
 // Call is a claim on a pair, held while its provider call runs. A nil *Call (a call
 // without a pair) does nothing.
 type Call struct {
@@ -161,7 +179,8 @@ func (s *Store) newCall(p Pair, token, answerKey, claimKey, openKey string) *Cal
 	return c
 }
 
-// Token is the claim's random token: one per upstream call of the pair.
+// Token is the claim's token: one per upstream call of the pair, random, then its label
+// if it has one.
 func (c *Call) Token() string {
 	if c == nil {
 		return ""

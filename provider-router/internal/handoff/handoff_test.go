@@ -32,12 +32,12 @@ func TestClaimIsRenewedWhileTheCallRuns(t *testing.T) {
 	t.Parallel()
 	a, b, p := replicas(t, Options{ClaimTTL: 150 * time.Millisecond})
 	ctx := context.Background()
-	first, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	first, err := a.Begin(ctx, p, time.Now().Add(time.Second), "")
 	require.NoError(t, err)
 	require.NotNil(t, first.Call)
 	defer first.Call.Close(ctx)
 
-	_, err = b.Begin(ctx, p, time.Now().Add(600*time.Millisecond))
+	_, err = b.Begin(ctx, p, time.Now().Add(600*time.Millisecond), "")
 	require.ErrorIs(t, err, ErrInFlight, "four claim TTLs later the first call still holds the pair")
 }
 
@@ -46,12 +46,12 @@ func TestClaimOfADeadReplicaIsTakenOver(t *testing.T) {
 	t.Parallel()
 	a, b, p := replicas(t, Options{ClaimTTL: 200 * time.Millisecond})
 	ctx := context.Background()
-	first, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	first, err := a.Begin(ctx, p, time.Now().Add(time.Second), "")
 	require.NoError(t, err)
 	first.Call.closed.Store(true) // the replica dies: its timer renews nothing more
 	first.Call.renewal.Stop()
 
-	second, err := b.Begin(ctx, p, time.Now().Add(5*time.Second))
+	second, err := b.Begin(ctx, p, time.Now().Add(5*time.Second), "")
 	require.NoError(t, err)
 	require.NotNil(t, second.Call)
 	require.True(t, second.Waited)
@@ -63,7 +63,7 @@ func TestFinishedAnswerIsHandedOver(t *testing.T) {
 	t.Parallel()
 	a, b, p := replicas(t, Options{})
 	ctx := context.Background()
-	first, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	first, err := a.Begin(ctx, p, time.Now().Add(time.Second), "")
 	require.NoError(t, err)
 	pipe := a.rdb.Pipeline()
 	first.Call.Finish(ctx, []byte(`{"answer":1}`))(pipe)
@@ -71,7 +71,7 @@ func TestFinishedAnswerIsHandedOver(t *testing.T) {
 	require.NoError(t, err)
 	first.Call.Close(ctx)
 
-	again, err := b.Begin(ctx, p, time.Now().Add(time.Second))
+	again, err := b.Begin(ctx, p, time.Now().Add(time.Second), "")
 	require.NoError(t, err)
 	require.Nil(t, again.Call)
 	require.JSONEq(t, `{"answer":1}`, string(again.Answer))
@@ -86,24 +86,27 @@ func TestCutOffCallIsHandedToTheTakeOver(t *testing.T) {
 	a, b, p := replicas(t, Options{ClaimTTL: 200 * time.Millisecond})
 	ctx := context.Background()
 
-	failed, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	failed, err := a.Begin(ctx, p, time.Now().Add(time.Second), "")
 	require.NoError(t, err)
 	require.Empty(t, failed.CutOff)
 	failed.Call.Close(ctx) // no answer: released, nothing paid
 
-	dead, err := a.Begin(ctx, p, time.Now().Add(time.Second))
+	const span = "0b6f7f4e-8a5d-4a52-9c1e-2f3d4c5b6a79"
+	dead, err := a.Begin(ctx, p, time.Now().Add(time.Second), span)
 	require.NoError(t, err)
 	require.Empty(t, dead.CutOff, "a released call is not cut off")
 	dead.Call.closed.Store(true) // the replica dies mid-call
 	dead.Call.renewal.Stop()
 
-	taker, err := b.Begin(ctx, p, time.Now().Add(5*time.Second))
+	taker, err := b.Begin(ctx, p, time.Now().Add(5*time.Second), "")
 	require.NoError(t, err)
 	require.Equal(t, []string{dead.Call.Token()}, taker.CutOff)
+	require.Equal(t, span, Label(taker.CutOff[0]), "the cut-off call's label comes with its token")
+	require.Empty(t, Label(taker.Call.Token()))
 	taker.Call.closed.Store(true) // this one dies too, before it recorded the cut-off call
 	taker.Call.renewal.Stop()
 
-	next, err := a.Begin(ctx, p, time.Now().Add(5*time.Second))
+	next, err := a.Begin(ctx, p, time.Now().Add(5*time.Second), "")
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{dead.Call.Token(), taker.Call.Token()}, next.CutOff,
 		"a cut-off call stays open until recorded")

@@ -32,7 +32,10 @@ type Entry struct {
 	// fills a random one when empty; see CallKey.
 	CallKey string `json:"call_key"`
 	// StepKey is the call's position in its run (X-Step-Key), empty when not sent.
-	StepKey                                string `json:"step_key,omitempty"`
+	StepKey string `json:"step_key,omitempty"`
+	// SpanID is the caller's llm_call span the call was made under (X-Span-ID), empty when
+	// not sent.
+	SpanID                                 string `json:"span_id,omitempty"`
 	OrgID, UserID, RunID, ChainID, JobType string
 	Provider, Model                        string
 	TokensIn, TokensOut, TokensCached      int64

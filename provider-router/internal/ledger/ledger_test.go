@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,15 @@ func (b *bundle) rows() int {
 	var n int
 	require.NoError(b.t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM usage_ledger WHERE org_id = $1`, b.orgID).Scan(&n))
 	return n
+}
+
+// spanID returns the span_id of the row of callKey, "" when NULL.
+func (b *bundle) spanID(callKey string) string {
+	b.t.Helper()
+	var id string
+	require.NoError(b.t, b.pool.QueryRow(context.Background(),
+		`SELECT COALESCE(span_id::text, '') FROM usage_ledger WHERE call_key = $1`, callKey).Scan(&id))
+	return id
 }
 
 func (b *bundle) monthly() int64 {
@@ -153,6 +163,7 @@ func TestEntriesAreMovedOnceEach(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	e1, e2, e3 := b.entry(10), b.entry(20), b.entry(40)
+	e1.SpanID, e2.SpanID = uuid.NewString(), uuid.NewString()
 	raw1, err := e1.encode()
 	require.NoError(t, err)
 	b.xadd(string(raw1))
@@ -168,6 +179,9 @@ func TestEntriesAreMovedOnceEach(t *testing.T) {
 	require.Equal(t, "0.07000000", b.monthlyCost(), "each call's cost once")
 	require.Equal(t, 3, b.m.get(func(r *recorder) int { return r.recorded[PathStream] }))
 	require.Equal(t, 2, b.m.get(func(r *recorder) int { return r.moved[MovedInserted] }), "e2 was there already")
+	require.Equal(t, e1.SpanID, b.spanID(e1.CallKey), "the span id goes through the stream")
+	require.Equal(t, e2.SpanID, b.spanID(e2.CallKey))
+	require.Empty(t, b.spanID(e3.CallKey), "a call without a span has none")
 }
 
 // Entries a replica read and never wrote (it died) are claimed and written by another.
@@ -256,6 +270,7 @@ func TestAnsweredEntryReplacesUnknownOne(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	answered := b.entry(40)
+	answered.SpanID = uuid.NewString()
 	unknown := answered
 	unknown.TokensIn, unknown.TokensOut, unknown.CostUSD, unknown.Outcome = 0, 0, 0, OutcomeUnknown
 
@@ -280,6 +295,18 @@ func TestAnsweredEntryReplacesUnknownOne(t *testing.T) {
 	require.Equal(t, 1, b.rows())
 	require.EqualValues(t, 41, b.monthly(), "tokens counted once")
 	require.Equal(t, "0.04000000", b.monthlyCost(), "cost counted once")
+	require.Equal(t, answered.SpanID, b.spanID(answered.CallKey), "the row keeps the call's span id")
+
+	// An answer that brings no span id keeps the unknown row's (a router from before X-Span-ID).
+	a3 := b.entry(5)
+	u3 := a3
+	u3.SpanID, u3.TokensIn, u3.TokensOut, u3.CostUSD, u3.Outcome = uuid.NewString(), 0, 0, 0, OutcomeUnknown
+	_, err = insert(ctx, b.pool, []Entry{u3})
+	require.NoError(t, err)
+	n, err = insert(ctx, b.pool, []Entry{a3})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, u3.SpanID, b.spanID(a3.CallKey))
 
 	// In one batch the answered entry wins.
 	a2 := b.entry(7)

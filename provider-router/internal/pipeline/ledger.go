@@ -59,7 +59,7 @@ func (l *Ledger) Chat(ctx context.Context, call *Call) (*Result, error) {
 	}
 	res.Body = body
 	entry := ledger.Entry{
-		CallKey: ledger.CallKey(call.JobID, call.StepKey, call.Step.Token()), StepKey: call.StepKey,
+		CallKey: ledger.CallKey(call.JobID, call.StepKey, call.Step.Token()), StepKey: call.StepKey, SpanID: call.SpanID,
 		OrgID: call.OrgID, UserID: call.UserID, RunID: call.JobID, ChainID: call.ChainID, JobType: call.JobType,
 		Provider: route.ProviderName, Model: route.Model, TokensIn: res.In, TokensOut: res.Out, TokensCached: res.Cached,
 		CostUSD: res.CostUSD, Latency: call.Latency, QueueWait: call.QueueWait + call.Waited,

@@ -49,6 +49,7 @@ type Call struct {
 
 	OrgID, JobID, ChainID, UserID, JobType string
 	StepKey                                string // with JobID: the (job, step) pair answered once
+	SpanID                                 string // X-Span-ID: the caller's llm_call span, for the ledger only
 	Hint, ModelOverride, Preference        string // routing inputs; ModelOverride falls back to the body's model
 	Provider                               string // X-Provider: pinned to this provider, past the policy
 	Residency                              string

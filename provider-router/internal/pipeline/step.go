@@ -60,7 +60,8 @@ func (l *Step) Chat(ctx context.Context, call *Call) (*Result, error) {
 // pair's open calls in the round trip that records them. Provider and model are the
 // route of the call that took the step over, when it got that far: the cut-off call
 // resolved the same skill the same way unless the organisation's routing changed in
-// between.
+// between. The span id is the cut-off call's own (its token's label), not this call's: an
+// attempt of the run that resumed after the cut-off call makes its calls under new spans.
 func cutOff(ctx context.Context, store *handoff.Store, log *slog.Logger, call *Call) ([]ledger.Entry, []func(redis.Pipeliner)) {
 	pair := handoff.Pair{OrgID: call.OrgID, JobID: call.JobID, Step: call.StepKey}
 	entries := make([]ledger.Entry, 0, len(call.CutOff))
@@ -69,7 +70,7 @@ func cutOff(ctx context.Context, store *handoff.Store, log *slog.Logger, call *C
 		log.Warn("a call of this step was cut off by its router's death and may have been paid at the provider; recording it with outcome unknown",
 			"org_id", call.OrgID, "job_id", call.JobID, "step_key", call.StepKey, "provider", call.Route.ProviderName)
 		entries = append(entries, ledger.Entry{
-			CallKey: ledger.CallKey(call.JobID, call.StepKey, token), StepKey: call.StepKey,
+			CallKey: ledger.CallKey(call.JobID, call.StepKey, token), StepKey: call.StepKey, SpanID: handoff.Label(token),
 			OrgID: call.OrgID, UserID: call.UserID, RunID: call.JobID, ChainID: call.ChainID, JobType: call.JobType,
 			Provider: call.Route.ProviderName, Model: call.Route.Model, Outcome: ledger.OutcomeUnknown,
 		})
@@ -83,7 +84,7 @@ func cutOff(ctx context.Context, store *handoff.Store, log *slog.Logger, call *C
 // stored answer, or the pair's claim for this call (waiting for a call of the pair in
 // flight elsewhere until the call's deadline).
 func (l *Step) begin(ctx context.Context, call *Call) (handoff.Result, error) {
-	res, err := l.Store.Begin(ctx, handoff.Pair{OrgID: call.OrgID, JobID: call.JobID, Step: call.StepKey}, call.Deadline)
+	res, err := l.Store.Begin(ctx, handoff.Pair{OrgID: call.OrgID, JobID: call.JobID, Step: call.StepKey}, call.Deadline, call.SpanID)
 	switch {
 	case err == nil:
 		l.Metrics.step(res)

@@ -58,7 +58,7 @@ func (s *Server) parse(c echo.Context) (*pipeline.Call, error) {
 	call := &pipeline.Call{Arrived: time.Now(),
 		OrgID: h.Get(aichat.HeaderOrgID), JobID: h.Get(aichat.HeaderJobID), ChainID: h.Get(aichat.HeaderChainID),
 		UserID: h.Get(aichat.HeaderUserID), JobType: h.Get(aichat.HeaderJobType), StepKey: h.Get(aichat.HeaderStepKey),
-		Hint: h.Get(aichat.HeaderRoutingHint), Preference: h.Get(HeaderUserPreference),
+		SpanID: h.Get(aichat.HeaderSpanID), Hint: h.Get(aichat.HeaderRoutingHint), Preference: h.Get(HeaderUserPreference),
 		Provider: h.Get(aichat.HeaderProvider), Residency: h.Get(aichat.HeaderResidency)}
 	if call.OrgID == "" {
 		return call, invalid("X-Org-ID is required.", "Send the job's organisation in X-Org-ID.", aichat.HeaderOrgID)

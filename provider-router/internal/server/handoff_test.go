@@ -240,3 +240,34 @@ func TestCancelledRunCancelsItsStepsCall(t *testing.T) {
 		t.Fatal("the provider call of a cancelled run went on")
 	}
 }
+
+// A call's X-Span-ID is recorded with its ledger row; a repeated call of the step under
+// another span (a resumed attempt's) is answered from the first and changes nothing. A span
+// id that is not a UUID is refused, naming the header, before the provider is called.
+func TestSpanIDIsRecordedWithTheCall(t *testing.T) {
+	t.Parallel()
+	g := newGated()
+	g.open()
+	b := setup(t, options{upstream: g})
+	jobID, first, resumed := uuid(), uuid(), uuid()
+	h := b.stepHeaders(jobID, "llm/1")
+	h["X-Span-ID"] = first
+	code, out := b.chat(h, simpleBody)
+	require.Equal(t, http.StatusOK, code, "%v", out)
+	h["X-Span-ID"] = resumed
+	code, out = b.chat(h, simpleBody)
+	require.Equal(t, http.StatusOK, code, "%v", out)
+	b.settled(jobID, 1)
+	var span string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT COALESCE(span_id::text, '') FROM usage_ledger WHERE run_id = $1`, jobID).Scan(&span))
+	require.Equal(t, first, span, "the span of the call that was paid")
+
+	h = b.stepHeaders(uuid(), "llm/1")
+	h["X-Span-ID"] = "span-1"
+	code, out = b.chat(h, simpleBody)
+	require.Equal(t, http.StatusBadRequest, code, "%v", out)
+	require.Equal(t, "VALIDATION_FAILED", errCode(out))
+	require.Equal(t, "X-Span-ID", out["context"].(map[string]any)["header"])
+	require.Len(t, g.calls(), 1, "the provider was called once in all")
+}

@@ -17,9 +17,11 @@ const HeaderReplayed = "X-Router-Replayed"
 const maxStepKey = 256
 
 // checkIdentity validates the headers that name the call in the ledger and the hand-off:
-// run and chain ids are UUIDs (the ledger's columns), and a step key needs its run.
+// run, chain and span ids are UUIDs (the ledger's columns), and a step key needs its run.
+// The span id is recorded and nothing else: a malformed one is refused rather than dropped,
+// so that a caller sending one finds out.
 func checkIdentity(h http.Header) error {
-	for _, name := range []string{aichat.HeaderJobID, aichat.HeaderChainID} {
+	for _, name := range []string{aichat.HeaderJobID, aichat.HeaderChainID, aichat.HeaderSpanID} {
 		if v := h.Get(name); v != "" {
 			if _, err := uuid.Parse(v); err != nil || len(v) != 36 {
 				return invalid(name+" is not a UUID.", "Send the id as the dispatcher issued it.", name)
