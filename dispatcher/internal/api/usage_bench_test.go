@@ -25,6 +25,10 @@ import (
 // beside a bare COPY (SELECT …) TO STDOUT of the same rows — the baseline the ratios in
 // docs/PERFORMANCE.md are to. It logs the plans of both queries.
 //
+// The month's first half is rows as written before migration 00029 (no span_id: the export
+// looks each one's span up), its second half rows that name their span; the audit
+// sub-benchmarks export each half ("old-rows", "new-rows"), one after the other.
+//
 //	go test ./internal/api -run '^$' -bench BenchmarkUsage -benchtime 3x -timeout 30m
 func BenchmarkUsage(b *testing.B) {
 	n := 1_000_000
@@ -47,15 +51,16 @@ func BenchmarkUsage(b *testing.B) {
 		FROM generate_series(1, $2) i`, bb.orgID, runs)
 	require.NoError(b, err)
 	_, err = bb.pool.Exec(ctx, `INSERT INTO spans (id, run_id, org_id, trace_id, type, name, status, started_at, attributes)
-		SELECT gen_random_uuid(), md5('run' || i)::uuid, $1, md5('run' || i)::uuid, 'llm_call', 'llm llm/' || s, 'ok',
+		SELECT md5('span' || i || '/' || s)::uuid, md5('run' || i)::uuid, $1, md5('run' || i)::uuid, 'llm_call', 'llm llm/' || s, 'ok',
 			timestamptz '2026-10-01' + (i * 10 + s) * interval '2 seconds', jsonb_build_object('step', 'llm/' || s)
 		FROM generate_series(1, $2) i, generate_series(1, 10) s`, bb.orgID, runs)
 	require.NoError(b, err)
 	testkit.Ledger(b, bb.pool, `INSERT INTO usage_ledger (call_key, step_key, org_id, user_id, run_id, job_type, provider, model,
-			tokens_in, tokens_out, tokens_cached, cost_usd, latency_ms, queue_wait_ms, created_at)
+			tokens_in, tokens_out, tokens_cached, cost_usd, latency_ms, queue_wait_ms, created_at, span_id)
 		SELECT i || '/llm/' || s, 'llm/' || s, $1, 'user-' || (i % 1000), md5('run' || i)::uuid, 'skill_' || (i % 20),
 			(ARRAY['openai', 'anthropic', 'sim-llm'])[1 + i % 3], (ARRAY['gpt-4o', 'claude-sonnet', 'sim-fast'])[1 + i % 3],
-			200 + s, 50 + s, 0, 0.00042 * s, 300, 5, timestamptz '2026-10-01' + (i * 10 + s) * interval '2 seconds'
+			200 + s, 50 + s, 0, 0.00042 * s, 300, 5, timestamptz '2026-10-01' + (i * 10 + s) * interval '2 seconds',
+			CASE WHEN i > $2 / 2 THEN md5('span' || i || '/' || s)::uuid END
 		FROM generate_series(1, $2) i, generate_series(1, 10) s`, bb.orgID, runs)
 	_, err = bb.pool.Exec(ctx, `VACUUM ANALYZE usage_ledger`)
 	require.NoError(b, err)
@@ -64,8 +69,12 @@ func BenchmarkUsage(b *testing.B) {
 	b.Logf("wrote %d runs, %d spans and %d ledger rows in %s", runs, runs*10, runs*10, time.Since(start).Round(time.Second))
 
 	const from, to = "2026-10-01", "2026-11-01"
-	for _, q := range []struct{ name, sql string }{{"usage", store.UsageSQL}, {"audit", store.AuditSQL}} {
-		rows, err := bb.pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q.sql, bb.orgID, from, to)
+	// The halves: the first new-style row is run runs/2+1's first call.
+	mid := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration((runs/2+1)*10+1) * 2 * time.Second).Format(time.RFC3339)
+	halves := []struct{ name, from, to string }{{"old-rows", from, mid}, {"new-rows", mid, to}}
+	for _, q := range []struct{ name, sql, from, to string }{{"usage", store.UsageSQL, from, to},
+		{"audit of old rows", store.AuditSQL, from, mid}, {"audit of new rows", store.AuditSQL, mid, to}} {
+		rows, err := bb.pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+q.sql, bb.orgID, q.from, q.to)
 		require.NoError(b, err)
 		var plan []string
 		for rows.Next() {
@@ -77,7 +86,7 @@ func BenchmarkUsage(b *testing.B) {
 		b.Logf("plan of the %s query:\n%s", q.name, strings.Join(plan, "\n"))
 	}
 
-	copyOut := func(b *testing.B, sql string) int64 {
+	copyOut := func(b *testing.B, sql, from, to string) int64 {
 		conn, err := bb.pool.Acquire(ctx)
 		require.NoError(b, err)
 		defer conn.Release()
@@ -101,31 +110,46 @@ func BenchmarkUsage(b *testing.B) {
 	b.Run("copy-ledger-rows", func(b *testing.B) { // the baseline: the period's rows as Postgres sends them
 		var rows int64
 		for b.Loop() {
-			rows = copyOut(b, ledgerBenchSQL)
+			rows = copyOut(b, ledgerBenchSQL, from, to)
 		}
 		require.Equal(b, int64(runs*10), rows)
 		rate(b, rows)
 	})
-	b.Run("audit-export", func(b *testing.B) {
-		var size int64
-		for b.Loop() {
-			size = get(b, "/api/v1/admin/audit?"+period)
-		}
-		rate(b, int64(runs*10))
-		b.ReportMetric(float64(size)/float64(runs*10), "bytes/row")
-	})
-	b.Run("audit-export-pseudonymised", func(b *testing.B) {
-		for b.Loop() {
-			get(b, "/api/v1/admin/audit?pseudonymise=true&"+period)
-		}
-		rate(b, int64(runs*10))
-	})
-	b.Run("copy-audit-query", func(b *testing.B) { // the export's query alone, with its span join
-		for b.Loop() {
-			copyOut(b, store.AuditSQL)
-		}
-		rate(b, int64(runs*10))
-	})
+	count := func(b *testing.B, from, to string) int64 {
+		var n int64
+		require.NoError(b, bb.pool.QueryRow(ctx, `SELECT count(*) FROM usage_ledger WHERE org_id = $1
+			AND created_at >= $2 AND created_at < $3`, bb.orgID, from, to).Scan(&n))
+		return n
+	}
+	for _, h := range halves {
+		b.Run("audit-export/"+h.name, func(b *testing.B) {
+			n := count(b, h.from, h.to)
+			var size int64
+			for b.Loop() {
+				size = get(b, fmt.Sprintf("/api/v1/admin/audit?from=%s&to=%s", h.from, h.to))
+			}
+			rate(b, n)
+			b.ReportMetric(float64(size)/float64(n), "bytes/row")
+		})
+	}
+	for _, h := range halves {
+		b.Run("audit-export-pseudonymised/"+h.name, func(b *testing.B) {
+			n := count(b, h.from, h.to)
+			for b.Loop() {
+				get(b, fmt.Sprintf("/api/v1/admin/audit?pseudonymise=true&from=%s&to=%s", h.from, h.to))
+			}
+			rate(b, n)
+		})
+	}
+	for _, h := range halves {
+		b.Run("copy-audit-query/"+h.name, func(b *testing.B) { // the export's query alone
+			var rows int64
+			for b.Loop() {
+				rows = copyOut(b, store.AuditSQL, h.from, h.to)
+			}
+			rate(b, rows)
+		})
+	}
 	b.Run("usage-report", func(b *testing.B) {
 		for b.Loop() {
 			get(b, "/api/v1/admin/usage?"+period)

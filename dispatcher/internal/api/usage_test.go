@@ -25,6 +25,7 @@ import (
 // ledgerRow is a usage ledger row a test writes.
 type ledgerRow struct {
 	org, user, run, step, skill, provider, model, outcome string
+	span                                                  string // span_id; "": NULL, as rows before 00029
 	in, out                                               int64
 	cost                                                  float64
 	at                                                    time.Time
@@ -37,9 +38,9 @@ func (b *bundle) ledger(rows ...ledgerRow) {
 			r.outcome = "answered"
 		}
 		testkit.Ledger(b.t, b.pool, `INSERT INTO usage_ledger (org_id, user_id, run_id, step_key, job_type,
-			provider, model, tokens_in, tokens_out, cost_usd, latency_ms, created_at, outcome)
-			VALUES ($1, $2, NULLIF($3, '')::uuid, $4, $5, $6, $7, $8, $9, $10, 250, $11, $12)`,
-			r.org, r.user, r.run, r.step, r.skill, r.provider, r.model, r.in, r.out, r.cost, r.at, r.outcome)
+			provider, model, tokens_in, tokens_out, cost_usd, latency_ms, created_at, outcome, span_id)
+			VALUES ($1, $2, NULLIF($3, '')::uuid, $4, $5, $6, $7, $8, $9, $10, 250, $11, $12, NULLIF($13, '')::uuid)`,
+			r.org, r.user, r.run, r.step, r.skill, r.provider, r.model, r.in, r.out, r.cost, r.at, r.outcome, r.span)
 	}
 }
 
@@ -263,24 +264,27 @@ func TestAuditExport(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, code, "%v", res)
 	jobID := res["jobId"].(string)
 	// The run's llm_call spans: a dead attempt's (abandoned) and the answered one of step llm/1.
-	var spanOK, spanDead string
-	for _, st := range []string{"abandoned", "ok"} {
+	// Step llm/2 has two answered spans: the call's own, and a later one (an attempt whose
+	// call the router answered again from the first answer).
+	span := func(step, status string, ago time.Duration) string {
 		var id string
 		require.NoError(t, b.pool.QueryRow(ctx, `INSERT INTO spans (id, run_id, org_id, trace_id, type, name, status, started_at, attributes)
-			SELECT gen_random_uuid(), id, org_id, trace_id, 'llm_call', 'llm llm/1', $2, now(), '{"step": "llm/1"}'
-			FROM runs WHERE id = $1 RETURNING id::text`, jobID, st).Scan(&id))
-		if st == "ok" {
-			spanOK = id
-		} else {
-			spanDead = id
-		}
+			SELECT gen_random_uuid(), id, org_id, trace_id, 'llm_call', 'llm ' || $2, $3, now() - $4::interval, jsonb_build_object('step', $2::text)
+			FROM runs WHERE id = $1 RETURNING id::text`, jobID, step, status, ago.String()).Scan(&id))
+		return id
 	}
+	spanDead, spanOK := span("llm/1", "abandoned", 0), span("llm/1", "ok", 0)
+	spanPaid, spanReplayed := span("llm/2", "ok", time.Minute), span("llm/2", "ok", 0)
 	t0 := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Minute)
 	b.ledger(
 		ledgerRow{org: b.orgID, user: "carol", run: jobID, step: "llm/1", skill: "demo_llm", provider: "sim-llm", model: "sim-fast", outcome: "unknown", at: t0},
 		ledgerRow{org: b.orgID, user: "carol", run: jobID, step: "llm/1", skill: "demo_llm", provider: "sim-llm", model: "sim-fast", in: 12, out: 3, cost: 0.002, at: t0.Add(time.Second)},
 		ledgerRow{org: b.orgID, user: "", skill: "", provider: "openai", model: "gpt-4o-mini", in: 1, out: 1, cost: 0.0001, at: t0.Add(2 * time.Second)},
 		ledgerRow{org: otherID, user: "carol", skill: "theirs", provider: "openai", model: "gpt-4o", in: 5, out: 5, cost: 1, at: t0},
+		// Rows the router wrote with the call's span id (X-Span-ID, migration 00029).
+		ledgerRow{org: b.orgID, user: "carol", run: jobID, step: "llm/1", skill: "demo_llm", provider: "sim-llm", model: "sim-fast", in: 12, out: 3, cost: 0.002, at: t0.Add(3 * time.Second), span: spanOK},
+		ledgerRow{org: b.orgID, user: "carol", run: jobID, step: "llm/2", skill: "demo_llm", provider: "sim-llm", model: "sim-fast", in: 1, out: 1, cost: 0.001, at: t0.Add(4 * time.Second), span: spanPaid},
+		ledgerRow{org: b.orgID, user: "carol", run: jobID, step: "llm/2", skill: "demo_llm", provider: "sim-llm", model: "sim-fast", in: 1, out: 1, cost: 0.001, at: t0.Add(5 * time.Second)},
 	)
 	read := func(key, q string) []apitypes.AuditRecord {
 		resp := b.open(key, "/api/v1/admin/audit?"+q, "")
@@ -301,7 +305,7 @@ func TestAuditExport(t *testing.T) {
 	}
 	from := t0.Add(-time.Hour).Format(time.RFC3339)
 	recs := read(admin, "from="+from)
-	require.Len(t, recs, 3)
+	require.Len(t, recs, 6)
 	require.Equal(t, "unknown", recs[0].Outcome)
 	require.Equal(t, spanDead, recs[0].SpanID, "an unknown call points at the attempt that never finished")
 	require.Equal(t, apitypes.AuditRecord{ID: recs[1].ID, OrgID: b.orgID, UserID: "carol", JobID: jobID, JobType: "demo_llm",
@@ -309,6 +313,12 @@ func TestAuditExport(t *testing.T) {
 		CostUSD: 0.002, StartedAt: t0.Add(time.Second - 250*time.Millisecond), EndedAt: t0.Add(time.Second), LatencyMS: 250}, recs[1])
 	require.Equal(t, "", recs[2].SpanID)
 	require.Equal(t, "", recs[2].JobID)
+	// A row with its span id answers the record a row without one does.
+	same := recs[1]
+	same.ID, same.StartedAt, same.EndedAt = recs[3].ID, recs[1].StartedAt.Add(2*time.Second), recs[1].EndedAt.Add(2*time.Second)
+	require.Equal(t, same, recs[3])
+	require.Equal(t, spanPaid, recs[4].SpanID, "the row's span id, not the run's latest span of the step")
+	require.Equal(t, spanReplayed, recs[5].SpanID, "without a span id: the step's latest answered span, as before")
 
 	// Pseudonymised: the same pseudonym as the usage report's, never the id.
 	p := read(admin, "pseudonymise=true&from="+from)

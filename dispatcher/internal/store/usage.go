@@ -182,20 +182,23 @@ type AuditRecord = apitypes.AuditRecord
 
 // AuditSQL reads the period's calls in time order from usage_ledger_org_month_idx (no sort
 // of the whole period: an incremental sort orders the few rows of one instant by id), each
-// with the llm_call span of its run and step — the one that was answered for an answered
-// call, the one an attempt left unfinished for an unknown one — found through spans_run_idx.
+// with the llm_call span it was made under: the row's span_id, which the provider router
+// records from the executor's X-Span-ID. A row without one (written before migration 00029)
+// has its span looked up as before, through spans_run_idx: the llm_call span of its run and
+// step — the one that was answered for an answered call, the one an attempt left unfinished
+// for an unknown one. COALESCE runs that subquery only for such rows.
 // $1 the organisation, [$2, $3) the period. Exported for the benchmark's plans and baseline.
 const AuditSQL = `
 SELECT l.id, l.org_id::text, l.user_id, COALESCE(l.run_id::text, ''), COALESCE(l.chain_id::text, ''), l.job_type,
-    COALESCE(s.id::text, ''), l.step_key, l.provider, l.model, l.outcome, l.tokens_in, l.tokens_out, l.tokens_cached,
+    COALESCE(COALESCE(l.span_id, (
+        SELECT sp.id FROM spans sp
+        WHERE l.step_key <> '' AND sp.run_id = l.run_id AND sp.type = 'llm_call' AND sp.attributes ->> 'step' = l.step_key
+        ORDER BY (sp.status = 'ok') = (l.outcome = 'answered') DESC, sp.started_at DESC
+        LIMIT 1
+    ))::text, ''),
+    l.step_key, l.provider, l.model, l.outcome, l.tokens_in, l.tokens_out, l.tokens_cached,
     l.cost_usd::float8, l.created_at, l.latency_ms, l.queue_wait_ms
 FROM usage_ledger l
-LEFT JOIN LATERAL (
-    SELECT sp.id FROM spans sp
-    WHERE sp.run_id = l.run_id AND sp.type = 'llm_call' AND sp.attributes ->> 'step' = l.step_key
-    ORDER BY (sp.status = 'ok') = (l.outcome = 'answered') DESC, sp.started_at DESC
-    LIMIT 1
-) s ON l.step_key <> ''
 WHERE l.org_id = $1 AND l.created_at >= $2 AND l.created_at < $3
 ORDER BY l.created_at, l.id`
 
