@@ -65,11 +65,7 @@ func TestPauseForApprovalAndResume(t *testing.T) {
 // delivered afterwards is dropped.
 func TestPausedRunRejected(t *testing.T) {
 	t.Parallel()
-	b := setup(t, map[string]openai.ChatCompletionMessage{"iter/1/llm": callTool("c1", "refund", `{"amount":12}`)})
-	ct := newCountingTool(t)
-	ct.register(t, b, tool.Tool{Name: "refund", SideEffecting: true, RequiresApproval: true})
-	runID := b.newRun(t, skill.Skill{JobType: "refund", ExecutionType: "tool_using", MaxTokens: 16,
-		Tools: []string{"refund"}, MaxIterations: 3})
+	b, ct, runID := refundRun(t)
 	ctx := context.Background()
 
 	require.NoError(t, b.handle(ctx, runID))
@@ -86,11 +82,7 @@ func TestPausedRunRejected(t *testing.T) {
 // seen pending_review always has its job:held — never a pause nobody was told of.
 func TestPauseIsWrittenWithItsEvents(t *testing.T) {
 	t.Parallel()
-	b := setup(t, map[string]openai.ChatCompletionMessage{"iter/1/llm": callTool("c1", "refund", `{"amount":12}`)})
-	ct := newCountingTool(t)
-	ct.register(t, b, tool.Tool{Name: "refund", SideEffecting: true, RequiresApproval: true})
-	runID := b.newRun(t, skill.Skill{JobType: "refund", ExecutionType: "tool_using", MaxTokens: 16,
-		Tools: []string{"refund"}, MaxIterations: 3})
+	b, ct, runID := refundRun(t)
 	ctx := context.Background()
 
 	// Postgres refuses the run's pause events (a constraint a write can break: the events'
@@ -120,4 +112,15 @@ func TestPauseIsWrittenWithItsEvents(t *testing.T) {
 	require.Equal(t, 1, held)
 	require.Equal(t, 1, b.router.count("iter/1/llm"), "the retry replayed the answer")
 	require.Zero(t, ct.count())
+}
+
+// refundRun is a run of a tool_using skill whose one tool, refund, requires approval; its
+// model asks for the tool at once.
+func refundRun(t *testing.T) (*bundle, *countingTool, string) {
+	b := setup(t, map[string]openai.ChatCompletionMessage{"iter/1/llm": callTool("c1", "refund", `{"amount":12}`)})
+	ct := newCountingTool(t)
+	ct.register(t, b, tool.Tool{Name: "refund", SideEffecting: true, RequiresApproval: true})
+	runID := b.newRun(t, skill.Skill{JobType: "refund", ExecutionType: "tool_using", MaxTokens: 16,
+		Tools: []string{"refund"}, MaxIterations: 3})
+	return b, ct, runID
 }
